@@ -1,0 +1,49 @@
+# Every target creates .venv and installs what it needs when missing, so a fresh clone needs
+# nothing but Python 3.11+ and make.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PHOENIX_VENV ?= .venv-phoenix
+PHOENIX_STAMP := $(PHOENIX_VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: demo test lint typecheck unit bench install phoenix clean
+
+$(STAMP): pyproject.toml setup.py
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev,dense]'
+	touch $@
+
+# Arize Phoenix (a real OTLP receiver) lives in its own venv so the library's deps stay clean.
+$(PHOENIX_STAMP):
+	test -x $(PHOENIX_VENV)/bin/python || $(PYTHON) -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/python -m pip install -q --disable-pip-version-check 'arize-phoenix>=12'
+	touch $@
+
+install: $(STAMP)
+phoenix: $(PHOENIX_STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/causal-mw demo
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check causal_middleware integrations tests examples
+	$(VENV)/bin/ruff format --check causal_middleware integrations tests examples
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy causal_middleware integrations
+
+unit: $(STAMP) $(PHOENIX_STAMP)
+	PHOENIX_PYTHON=$(PHOENIX_VENV)/bin/python $(PY) -m pytest -q -n 2 --dist loadgroup
+
+test: lint typecheck unit
+
+bench: $(STAMP) $(PHOENIX_STAMP)
+	mkdir -p bench-results
+	$(VENV)/bin/causal-mw bench all --out bench-results
+
+clean:
+	rm -rf $(VENV) $(PHOENIX_VENV) bench-results .pytest_cache .mypy_cache .ruff_cache

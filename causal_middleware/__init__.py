@@ -1,0 +1,1 @@
+"""causal-middleware: which step made the run fail, proved by intervention."""

@@ -1,0 +1,38 @@
+"""The retrieval interface of the core: a corpus index that answers a query with scored passages.
+
+``causal_middleware.integrations.langgraph.retriever`` wraps any :class:`Index` as a LangChain
+``BaseRetriever`` so LangChain callbacks fire (and our spans record document ids and scores).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+from pydantic import BaseModel
+
+from causal_middleware.world.model import Passage
+
+
+class Hit(BaseModel):
+    passage: Passage
+    score: float
+
+
+class Index(ABC):
+    """A searchable corpus. Build once with :meth:`build`; indexes may cache themselves on disk."""
+
+    name: str = "index"
+
+    @abstractmethod
+    def build(self, passages: Sequence[Passage]) -> None: ...
+
+    @abstractmethod
+    def search(self, query: str, k: int = 5) -> list[Hit]: ...
+
+    @abstractmethod
+    def __len__(self) -> int: ...
+
+    def upsert(self, passage: Passage) -> None:
+        """Replace one passage's text in place (persistent corpus corruption). Optional."""
+        raise NotImplementedError(f"{type(self).__name__} does not support in-place updates")

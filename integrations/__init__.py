@@ -1,0 +1,1 @@
+"""Adapters that connect the framework-agnostic core to LangGraph and model providers."""
