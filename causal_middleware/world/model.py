@@ -6,7 +6,7 @@ injection and benchmarks never care where a question came from.
 
 from __future__ import annotations
 
-from datetime import date
+import datetime as dt
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -18,7 +18,7 @@ class Passage(BaseModel):
     id: str
     title: str = ""
     text: str
-    date: date | None = Field(default=None, description="when the fact was stated, for dated facts")
+    date: dt.date | None = Field(default=None, description="when the fact was stated, for dated facts")
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
