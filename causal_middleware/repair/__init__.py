@@ -1,1 +1,85 @@
+"""CausalFlow repair: Causal Responsibility Scores, minimal validated repairs, contrastive pairs,
+and repair triggered on failed runs.
 
+Start with :func:`repair_run` (one failed run) or :class:`RepairQueue` (repair in the background
+when runs fail); :func:`compute_crs` is the scoring core the ``crs`` diagnoser shares.
+"""
+
+from causal_middleware.repair.candidates import candidate_steps, final_answer_step
+from causal_middleware.repair.crs import ForkCache, compute_crs
+from causal_middleware.repair.minimality import minimality, tokenize
+from causal_middleware.repair.models import (
+    ContrastivePair,
+    CRSResult,
+    LLMValidation,
+    OfflineValidation,
+    Probe,
+    Proposal,
+    ProposalBatch,
+    Repair,
+    RepairCost,
+    RepairResult,
+    StepScore,
+    Verdict,
+)
+from causal_middleware.repair.pairs import build_pair, export_pairs, write_pairs
+from causal_middleware.repair.proposers import LLMProposer, OfflineProposer, Proposer
+from causal_middleware.repair.service import RepairConfig, RepairService, repair_run
+from causal_middleware.repair.trigger import (
+    FailureJudge,
+    Judgement,
+    OutcomeJudge,
+    RepairQueue,
+    VerifierJudge,
+)
+from causal_middleware.repair.validate import LLMValidator, prefix_differences, validate_offline
+from causal_middleware.repair.verifiers import (
+    CallableVerifier,
+    LLMOutcomeVerifier,
+    ReferenceVerifier,
+    Verifier,
+    as_verifier,
+)
+
+__all__ = [
+    "CRSResult",
+    "CallableVerifier",
+    "ContrastivePair",
+    "FailureJudge",
+    "ForkCache",
+    "Judgement",
+    "LLMOutcomeVerifier",
+    "LLMProposer",
+    "LLMValidation",
+    "LLMValidator",
+    "OfflineProposer",
+    "OfflineValidation",
+    "OutcomeJudge",
+    "Probe",
+    "Proposal",
+    "ProposalBatch",
+    "Proposer",
+    "ReferenceVerifier",
+    "Repair",
+    "RepairConfig",
+    "RepairCost",
+    "RepairQueue",
+    "RepairResult",
+    "RepairService",
+    "StepScore",
+    "Verdict",
+    "Verifier",
+    "VerifierJudge",
+    "as_verifier",
+    "build_pair",
+    "candidate_steps",
+    "compute_crs",
+    "export_pairs",
+    "final_answer_step",
+    "minimality",
+    "prefix_differences",
+    "repair_run",
+    "tokenize",
+    "validate_offline",
+    "write_pairs",
+]

@@ -1,6 +1,6 @@
 """The retrieval interface of the core: a corpus index that answers a query with scored passages.
 
-``causal_middleware.integrations.langgraph.retriever`` wraps any :class:`Index` as a LangChain
+:class:`causal_middleware.retrieval.langchain.IndexRetriever` wraps any :class:`Index` as a LangChain
 ``BaseRetriever`` so LangChain callbacks fire (and our spans record document ids and scores).
 """
 
@@ -15,6 +15,8 @@ from causal_middleware.world.model import Passage
 
 
 class Hit(BaseModel):
+    """One search result: the passage and its retrieval score (higher is better)."""
+
     passage: Passage
     score: float
 

@@ -74,6 +74,18 @@ CAUSAL_ANSWER_TEXT = "causal.answer.text"
 CAUSAL_TOOL_SIDE_EFFECTING = "causal.tool.side_effecting"
 CAUSAL_CONTENT_TRUNCATED = "causal.content.truncated"
 CAUSAL_EVENT_KIND = "causal.event.kind"
+CAUSAL_REPAIR_RUN_ID = "causal.repair.run_id"
+CAUSAL_REPAIR_STATUS = "causal.repair.status"
+CAUSAL_REPAIR_STEP_ID = "causal.repair.step_id"
+CAUSAL_REPAIR_CRS = "causal.repair.crs"
+CAUSAL_REPAIR_MINIMALITY = "causal.repair.minimality"
+CAUSAL_REPAIR_VALIDATED = "causal.repair.validated"
+CAUSAL_REPAIR_FORK_RUN_ID = "causal.repair.fork_run_id"
+CAUSAL_REPAIR_REEXECUTIONS = "causal.repair.reexecutions"
+CAUSAL_REPAIR_NAIVE_REEXECUTIONS = "causal.repair.naive_reexecutions"
+CAUSAL_REPAIR_LLM_CALLS = "causal.repair.llm_calls"
+CAUSAL_REPAIR_EXPLANATION = "causal.repair.explanation"
+CAUSAL_DIAGNOSIS_METHOD = "causal.diagnosis.method"
 
 
 def indexed(template: str, *indices: int) -> str:

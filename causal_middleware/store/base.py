@@ -9,6 +9,8 @@ in-memory implementation beside it (``memory.py``) and backends in their own mod
 from __future__ import annotations
 
 import asyncio
+import os
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from datetime import datetime
@@ -38,8 +40,12 @@ class RunSummary(BaseModel):
     parent_run_id: str | None = None
 
 
-class StoreError(Exception):
-    """A store operation failed; nothing was written."""
+class StoreError(ValueError):
+    """A store operation failed; nothing was written.
+
+    A ``ValueError`` so that callers (and the CLI, which maps ``ValueError`` to exit code 2)
+    treat a bad file or a bad batch like any other bad input.
+    """
 
 
 class SpanStore(SpanExporter, ABC):
@@ -93,6 +99,39 @@ class SpanStore(SpanExporter, ABC):
     def get_trajectory(self, run_id: str) -> Trajectory:
         """The run as a typed trajectory (spans plus annotations). KeyError when unknown."""
 
+    # --- conveniences (concrete; backends may override with faster versions) ------------
+    def resolve_run_id(self, run_id_or_prefix: str) -> str:
+        """The full run id for an exact id or an unambiguous prefix of at least 6 hex digits.
+
+        KeyError (naming what was asked) when nothing matches; ValueError when the prefix matches
+        several runs.
+        """
+        wanted = run_id_or_prefix.strip().lower()
+        known = [r.run_id for r in self.list_runs(limit=None)]
+        if wanted in known:
+            return wanted
+        return match_run_prefix(wanted, known)
+
+    def export_otlp_json(
+        self, path: str | os.PathLike[str], run_ids: Sequence[str] | None = None
+    ) -> list[str]:
+        """Write runs (default: all) to one OTLP/JSON file; returns the run ids written."""
+        from causal_middleware.store.otlp_json import export_otlp_json
+
+        return export_otlp_json(self, path, run_ids)
+
+    def import_otlp_json(self, path: str | os.PathLike[str]) -> list[str]:
+        """Load an OTLP/JSON (or JSON-lines) file in one transaction; returns the run ids it held."""
+        from causal_middleware.store.otlp_json import import_otlp_json
+
+        return import_otlp_json(self, path)
+
+    def import_trail_trace(self, path: str | os.PathLike[str]) -> str:
+        """Load one TRAIL benchmark trace file; returns its run id."""
+        from causal_middleware.store.trail import import_trail_trace
+
+        return import_trail_trace(self, path)
+
     # --- SpanExporter --------------------------------------------------------------------
     def export(self, spans: Sequence[Any]) -> SpanExportResult:
         try:
@@ -125,3 +164,19 @@ class SpanStore(SpanExporter, ABC):
 
     async def aannotate(self, run_id: str, **kwargs: Any) -> None:
         await asyncio.to_thread(lambda: self.annotate(run_id, **kwargs))
+
+
+_HEX_PREFIX = re.compile(r"^[0-9a-f]{6,32}$")
+
+
+def match_run_prefix(prefix: str, known: Sequence[str]) -> str:
+    """The one run id in ``known`` starting with ``prefix`` (>= 6 hex digits); KeyError/ValueError otherwise."""
+    if not _HEX_PREFIX.match(prefix):
+        raise KeyError(f"unknown run {prefix!r} (a run id prefix needs at least 6 hex digits)")
+    matches = [run_id for run_id in known if run_id.startswith(prefix)]
+    if not matches:
+        raise KeyError(f"unknown run {prefix!r}: no run id starts with it")
+    if len(matches) > 1:
+        shown = ", ".join(sorted(matches)[:5]) + (", ..." if len(matches) > 5 else "")
+        raise ValueError(f"run id prefix {prefix!r} is ambiguous: it matches {len(matches)} runs ({shown})")
+    return matches[0]

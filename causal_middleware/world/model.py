@@ -7,6 +7,8 @@ injection and benchmarks never care where a question came from.
 from __future__ import annotations
 
 import datetime as dt
+import gzip
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -63,3 +65,26 @@ class Dataset(BaseModel):
 
     def passage_map(self) -> dict[str, Passage]:
         return {p.id: p for p in self.passages}
+
+    def save(self, path: str | Path) -> Path:
+        """Write the dataset as JSON (gzip-compressed when ``path`` ends in ``.gz``); returns the path."""
+        path = Path(path)
+        data = self.model_dump_json().encode("utf-8")
+        if path.suffix == ".gz":
+            data = gzip.compress(data, mtime=0)
+        path.write_bytes(data)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> Dataset:
+        """Read a dataset written by :meth:`save`. A malformed file raises ValueError naming it."""
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"no dataset file at {path}")
+        raw = path.read_bytes()
+        if path.suffix == ".gz":
+            raw = gzip.decompress(raw)
+        try:
+            return cls.model_validate_json(raw)
+        except ValueError as exc:
+            raise ValueError(f"{path} is not a valid Dataset JSON file: {exc}") from exc

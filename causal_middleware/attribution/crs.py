@@ -1,0 +1,113 @@
+"""``crs`` (CausalFlow): Causal Responsibility Scores from step interventions, used as a localiser.
+
+A thin wrapper over :func:`causal_middleware.repair.crs.compute_crs` (the scoring core shared with
+repair): every node step but the final answer is a candidate, in causal order; K proposals per
+step are applied as forks with the suffix regenerated and judged by the context's verifier; a
+step's CRS is 1 when some proposal flips the failure. The diagnosis is the earliest step with
+CRS 1 (its hop and node); none flips: answer stage. The proposer is the context's, else the
+repair package's deterministic :class:`~causal_middleware.repair.proposers.OfflineProposer`.
+"""
+
+from __future__ import annotations
+
+from causal_middleware.attribution.base import (
+    Diagnoser,
+    Diagnosis,
+    DiagnosisContext,
+    DiagnosisCost,
+    missing_parts,
+)
+from causal_middleware.attribution.hops import hop_views, question_text
+from causal_middleware.attribution.provenance import impact
+from causal_middleware.spans.model import Trajectory
+
+
+class CRSDiagnoser(Diagnoser):
+    name = "crs"
+    uses_gold = False
+    needs_live_agent = True
+    description = "CausalFlow Causal Responsibility Scores (K proposals per step, suffix regenerated)"
+
+    def __init__(self, k: int = 3) -> None:
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        self.k = k
+
+    def requirements(self, context: DiagnosisContext) -> str | None:
+        if context.proposer is None:
+            return missing_parts(context, "backend", "adapter", "verdict")
+        return missing_parts(context, "backend", "verdict")
+
+    def _diagnose(self, trajectory: Trajectory, context: DiagnosisContext) -> Diagnosis:
+        from causal_middleware.repair.crs import compute_crs
+        from causal_middleware.repair.proposers import OfflineProposer
+
+        proposer = context.proposer
+        if proposer is None:
+            proposer = OfflineProposer(context.adapter, context.index)  # type: ignore[arg-type]
+        verify = context.verifier_callable()
+
+        def verifier(run: Trajectory) -> bool | None:
+            return verify(run)
+
+        result = compute_crs(
+            trajectory,
+            context.backend,  # type: ignore[arg-type]
+            proposer,
+            verifier,
+            k=self.k,
+            max_reexecutions=context.max_reexecutions,
+        )
+        cost = DiagnosisCost(
+            llm_calls=result.cost.llm_calls,
+            tokens=result.cost.input_tokens + result.cost.output_tokens,
+            reexecutions=result.cost.reexecutions,
+        )
+        scores = {s.step_id: s.crs for s in result.scores if s.crs is not None}
+        views = hop_views(trajectory)
+        flagged = result.flagged
+        details = {
+            "k": self.k,
+            "naive_reexecutions": result.cost.naive_reexecutions,
+            "stopped_early": result.stopped_early,
+            "capped": result.capped,
+            "baseline_success": result.baseline_success,
+        }
+        if not flagged:
+            why = "no single-step intervention flipped the outcome: the answer generation failed"
+            if result.capped:
+                why = "the re-execution cap stopped the search before any step flipped the outcome"
+            return Diagnosis(
+                method=self.name,
+                stage="answer",
+                root_cause=why,
+                step_scores=scores,
+                uncertain=result.capped,
+                cost=cost,
+                details=details,
+            )
+        top = flagged[0]
+        by_index = {v.index: v for v in views}
+        hop = top.hop if top.hop in by_index else None
+        sev, propagation = impact(views, question_text(trajectory), hop)
+        probe = next((p for p in result.probes if p.success and p.proposal.step_id == top.step_id), None)
+        return Diagnosis(
+            method=self.name,
+            stage=by_index[hop].kind if hop is not None else "answer",
+            hop=hop,
+            step_id=top.step_id,
+            node=top.node,
+            propagation=propagation,
+            severity=sev,
+            root_cause=(
+                f"changing {top.node} (hop {top.hop}) flipped the run to success"
+                + (
+                    f": {probe.proposal.description}"
+                    if probe is not None and probe.proposal.description
+                    else ""
+                )
+            ),
+            step_scores=scores,
+            cost=cost,
+            details=details,
+        )

@@ -1,0 +1,360 @@
+"""``path_aware``: provenance first, then the cheapest probe that the suspected fault path calls for.
+
+AgenticRAG-FP's future work, built. Three stages:
+
+1. **Provenance (free).** From the blinded run alone (:mod:`~causal_middleware.attribution.provenance`):
+   where the wrong answer's content terms entered the run (backward token tracing through bridge
+   entities); which hops retrieved nothing or evidence that does not match their sub-query; and
+   whether each hop found the bridge entity it searched for. A hop whose evidence matches its
+   query but not its bridge entity was sent after a bad entity, so the blame moves upstream to the
+   hop that produced the entity, and on along the chain while that holds.
+2. **Evidence audit (one index search per hop, no re-execution).** With an index in the context
+   (and ``audit=True``), each hop's recorded evidence is compared with what the index returns for
+   the hop's own query (:mod:`~causal_middleware.attribution.audit`); evidence that did not come from
+   the retriever is the strongest signal there is.
+3. **Probe by path.** The suspects, strongest first (ties: earliest), are confirmed with the one
+   probe their fault path calls for, using the shared hop repair
+   (:mod:`~causal_middleware.attribution.repair_op`):
+
+   * a corrupted **bridge** entity (the hop's output feeds later sub-queries): suffix
+     regeneration from that hop, because every later hop must be redone with the repaired entity;
+   * a deep **answer fact** (the content went from this hop straight into the answer, nothing
+     downstream depends on it) or the last hop: a frozen suffix, re-running only the hop's reading
+     and the answer;
+   * empty or irrelevant **evidence**: one repair probe in the mode its position calls for.
+
+   A probe that does not restore the answer rules its hop out and escalates: a frozen probe is
+   retried with the suffix regenerated (the frozen suffix may hold back what the repair needs),
+   then the hop that produced the entity this hop searched for becomes the next suspect (the
+   entity itself may be wrong even though evidence about it exists, e.g. a corruption into
+   another real name). The first suspect whose repair restores a correct answer is the
+   diagnosis; at most ``max_probes`` probes are spent. When no probe confirms a suspect, or another suspect at a
+   different hop is as strong as the confirmed one and was not ruled out, the diagnosis is marked
+   ``uncertain`` and ``candidates`` lists the entangled hops, best first.
+
+Without a live agent the diagnoser still runs (stages 1-2) and says so (``details.probed=False``).
+It never reads run labels or lineage (the base class blinds the run). ``uses_gold`` is set only
+when a probe's repair used the gold decomposition (as every probe diagnoser's repair does when the
+context carries the question).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from causal_middleware.attribution.audit import EvidenceAudit, audit_evidence
+from causal_middleware.attribution.base import (
+    Diagnoser,
+    Diagnosis,
+    DiagnosisContext,
+    DiagnosisCost,
+    ProbeMode,
+)
+from causal_middleware.attribution.hops import HopView, hop_views, question_text
+from causal_middleware.attribution.provenance import (
+    HopSignals,
+    TokenTrace,
+    bridge_links,
+    hop_signals,
+    impact,
+    trace_terms,
+    wrong_terms,
+)
+from causal_middleware.attribution.repair_op import ProbeBudgetExhausted, ProbeRunner, repair_k
+from causal_middleware.spans.model import Trajectory
+
+FaultPath = Literal["error", "evidence", "bridge", "answer_fact", "reading"]
+
+STRENGTH_ERROR = 4.0
+STRENGTH_AUDIT = 3.0
+STRENGTH_PROVENANCE = 2.0
+STRENGTH_EMPTY = 2.0
+STRENGTH_BRIDGE = 1.5
+STRENGTH_IRRELEVANT = 1.5
+STRENGTH_ALTERNATIVE = 1.0
+
+
+class Suspect(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    hop: int
+    strength: float
+    path: FaultPath
+    reasons: list[str] = Field(default_factory=list)
+
+
+class PathAwareDiagnoser(Diagnoser):
+    name = "path_aware"
+    uses_gold = False
+    description = "provenance + evidence audit, then the cheapest discriminating probe for the fault path"
+
+    def __init__(self, *, audit: bool = True, max_probes: int = 3) -> None:
+        if max_probes < 0:
+            raise ValueError(f"max_probes must be >= 0, got {max_probes}")
+        self.audit = audit
+        self.max_probes = max_probes
+
+    # -- stage 1 + 2: suspects -------------------------------------------------------------------
+    def suspects(
+        self, views: list[HopView], question: str, answer: str | None, audit: EvidenceAudit | None
+    ) -> tuple[list[Suspect], dict[str, Any]]:
+        """Ranked suspects (strongest first, then earliest) and the evidence behind them."""
+        wrong = wrong_terms(answer, question)
+        signals = {s.hop: s for s in hop_signals(views, question, wrong)}
+        links = bridge_links(views, question)
+        found: dict[int, Suspect] = {}
+
+        def add(hop: int, strength: float, path: FaultPath, reason: str) -> None:
+            current = found.get(hop)
+            if current is None:
+                found[hop] = Suspect(hop=hop, strength=strength, path=path, reasons=[reason])
+                return
+            current.reasons.append(reason)
+            if strength > current.strength:
+                current.strength, current.path = strength, path
+
+        def feeds_later(hop: int) -> bool:
+            return any(link.source == hop for link in links.values())
+
+        def upstream(hop: int) -> tuple[int, list[int]]:
+            """Follow unsupported bridges back from ``hop`` while the evidence matched the query."""
+            chain = [hop]
+            while True:
+                sig: HopSignals = signals[chain[-1]]
+                if sig.bridge_supported is False and not sig.irrelevant and sig.bridge_source is not None:
+                    if sig.bridge_source in chain:
+                        break
+                    chain.append(sig.bridge_source)
+                    continue
+                break
+            return chain[-1], chain
+
+        for sig in signals.values():
+            if sig.error:
+                add(sig.hop, STRENGTH_ERROR, "error", f"a step of hop {sig.hop} failed: {sig.error}")
+        if audit is not None:
+            for i, hop in enumerate(audit.inconsistent):
+                note = audit.hops[hop].note
+                add(
+                    hop,
+                    STRENGTH_AUDIT if i == 0 else STRENGTH_AUDIT - 0.5,
+                    "bridge" if feeds_later(hop) else "evidence",
+                    f"hop {hop}'s evidence is not what the index returns for its sub-query ({note})",
+                )
+        trace: TokenTrace | None = trace_terms(views, wrong) if wrong else None
+        if trace is not None and trace.origin_hop is not None:
+            origin = trace.origin_hop
+            root, chain = upstream(origin)
+            if root != origin:
+                add(
+                    root,
+                    STRENGTH_PROVENANCE,
+                    "bridge",
+                    f"the wrong answer entered at hop {origin}, which searched for a bridge entity its evidence "
+                    f"does not mention; the entity came from hop {root} (chain {chain})",
+                )
+                add(
+                    origin,
+                    STRENGTH_ALTERNATIVE,
+                    "evidence",
+                    f"the wrong answer's terms entered at hop {origin}",
+                )
+            else:
+                path: FaultPath = "reading" if trace.origin_part == "fact" else "evidence"
+                if trace.via_bridge or feeds_later(origin):
+                    path = "bridge"
+                elif trace.origin_part == "evidence":
+                    path = "answer_fact"
+                add(
+                    origin,
+                    STRENGTH_PROVENANCE,
+                    path,
+                    f"the wrong answer's terms {trace.tokens} entered at hop {origin} ({trace.origin_part})",
+                )
+        for sig in signals.values():
+            if sig.bridge_supported is False and not sig.irrelevant and sig.bridge_source is not None:
+                root, chain = upstream(sig.hop)
+                add(
+                    root,
+                    STRENGTH_BRIDGE,
+                    "bridge",
+                    f"hop {sig.hop} searched for {sig.bridge_terms} (from hop {sig.bridge_source}) "
+                    "and retrieved nothing about it",
+                )
+                add(
+                    sig.hop,
+                    STRENGTH_ALTERNATIVE,
+                    "evidence",
+                    f"hop {sig.hop} may simply have retrieved badly",
+                )
+        for sig in signals.values():
+            if sig.empty:
+                add(sig.hop, STRENGTH_EMPTY, "evidence", f"hop {sig.hop} retrieved nothing")
+            elif sig.irrelevant:
+                add(
+                    sig.hop,
+                    STRENGTH_IRRELEVANT,
+                    "evidence",
+                    f"hop {sig.hop}'s best document covers {sig.relevance:.0%} of its sub-query",
+                )
+        ranked = sorted(found.values(), key=lambda s: (-s.strength, s.hop))
+        evidence: dict[str, Any] = {
+            "wrong_terms": sorted(wrong),
+            "trace": trace.model_dump() if trace is not None else None,
+            "signals": [s.model_dump() for s in signals.values()],
+        }
+        return ranked, evidence
+
+    @staticmethod
+    def probe_mode(suspect: Suspect, last_hop: int) -> ProbeMode:
+        if suspect.path == "answer_fact":
+            return "frozen"
+        if suspect.path == "bridge":
+            return "regenerate"
+        return "frozen" if suspect.hop == last_hop else "regenerate"
+
+    # -- stage 3: probes --------------------------------------------------------------------------
+    def _probe(
+        self,
+        runner: ProbeRunner,
+        ranked: list[Suspect],
+        views: list[HopView],
+        question: str,
+        last_hop: int,
+        details: dict[str, Any],
+    ) -> tuple[Suspect | None, set[int]]:
+        """Probe suspects in rank order; on a failed probe, escalate (see the module docstring)."""
+        links = bridge_links(views, question)
+        queue: list[Suspect] = list(ranked)
+        if not queue and views:
+            queue = [Suspect(hop=last_hop, strength=0.0, path="answer_fact", reasons=["no passive signal"])]
+        ruled_out: set[int] = set()
+        spent = 0
+        while queue and spent < self.max_probes:
+            suspect = queue.pop(0)
+            if suspect.hop in ruled_out:
+                continue
+            modes: list[ProbeMode] = [self.probe_mode(suspect, last_hop)]
+            if modes[0] == "frozen":
+                modes.append("regenerate")  # a frozen suffix may hold back what the repair needs
+            restored: bool | None = None
+            for mode in modes:
+                if spent >= self.max_probes:
+                    break
+                try:
+                    record = runner.probe(suspect.hop, mode)
+                except ProbeBudgetExhausted as exc:
+                    details["budget_exhausted"] = str(exc)
+                    return None, ruled_out
+                spent += 1
+                restored = record.restored
+                if restored or restored is None:
+                    break
+            if restored:
+                return suspect, ruled_out
+            if restored is False:
+                ruled_out.add(suspect.hop)
+                source = links[suspect.hop].source if suspect.hop in links else None
+                if source is not None and source not in ruled_out:
+                    queue = [s for s in queue if s.hop != source]
+                    queue.insert(
+                        0,
+                        Suspect(
+                            hop=source,
+                            strength=max(0.0, suspect.strength - 0.25),
+                            path="bridge",
+                            reasons=[
+                                f"repairing hop {suspect.hop} did not restore the answer, and hop "
+                                f"{suspect.hop} searched for an entity hop {source} produced"
+                            ],
+                        ),
+                    )
+        return None, ruled_out
+
+    # -- the diagnosis ---------------------------------------------------------------------------
+    def _diagnose(self, trajectory: Trajectory, context: DiagnosisContext) -> Diagnosis:
+        views = hop_views(trajectory)
+        question = question_text(trajectory)
+        cost = DiagnosisCost()
+        audit: EvidenceAudit | None = None
+        if self.audit and context.index is not None and views:
+            audit = audit_evidence(views, context.index, default_k=repair_k(views, context))
+            cost.retrievals += audit.searches
+        ranked, evidence = self.suspects(views, question, trajectory.answer, audit)
+        details: dict[str, Any] = {
+            **evidence,
+            "audit": audit.model_dump() if audit is not None else None,
+            "suspects": [s.model_dump() for s in ranked],
+        }
+        can_probe = (
+            self.max_probes > 0
+            and context.backend is not None
+            and context.adapter is not None
+            and context.index is not None
+            and context.can_judge()
+        )
+        details["probed"] = can_probe
+        runner = ProbeRunner(trajectory, context, cost, views) if can_probe else None
+        last_hop = views[-1].index if views else 0
+        confirmed: Suspect | None = None
+        ruled_out: set[int] = set()
+        if runner is not None:
+            confirmed, ruled_out = self._probe(runner, ranked, views, question, last_hop, details)
+        scores = {f"hop:{v.index}": 0.0 for v in views}
+        for s in ranked:
+            scores[f"hop:{s.hop}"] = round(min(1.0, s.strength / STRENGTH_ERROR), 4)
+        probes = runner.records if runner is not None else []
+        used_gold = runner.used_gold if runner is not None else False
+        if confirmed is not None:
+            scores[f"hop:{confirmed.hop}"] = 1.0
+        chosen = confirmed or (ranked[0] if ranked else None)
+        if chosen is None:
+            why = "no hop shows a fault signal"
+            if probes:
+                why += f"; repairing the last hop ({probes[0].mode}) did not restore the answer"
+            return Diagnosis(
+                method=self.name,
+                stage="answer",
+                root_cause=why + ": the answer generation is the likeliest root cause",
+                step_scores=scores,
+                uncertain=True,
+                candidates=[],
+                uses_gold=used_gold,
+                cost=cost,
+                probes=probes,
+                details=details,
+            )
+        rivals = [
+            s.hop
+            for s in ranked
+            if s.hop != chosen.hop and s.hop not in ruled_out and s.strength >= chosen.strength
+        ]
+        uncertain = bool(rivals) or (confirmed is None)
+        if confirmed is None and not probes and chosen.strength >= STRENGTH_PROVENANCE and not rivals:
+            uncertain = False  # a strong, unrivalled passive signal stands without a probe
+        candidates = [chosen.hop] + [s.hop for s in ranked if s.hop != chosen.hop and s.hop not in ruled_out]
+        view = next(v for v in views if v.index == chosen.hop)
+        sev, propagation = impact(views, question, chosen.hop)
+        why = "; ".join(chosen.reasons)
+        if confirmed is not None:
+            record = next(r for r in probes if r.hop == chosen.hop and r.restored)
+            why += f"; repairing hop {chosen.hop} ({record.mode} suffix) restored a correct answer"
+        elif probes:
+            why += "; no probe confirmed it"
+        return Diagnosis(
+            method=self.name,
+            stage=view.kind,
+            hop=chosen.hop,
+            propagation=propagation or chosen.path == "bridge",
+            severity=sev,
+            root_cause=why,
+            step_scores=scores,
+            uncertain=uncertain,
+            candidates=candidates if uncertain else [chosen.hop],
+            uses_gold=used_gold,
+            cost=cost,
+            probes=probes,
+            details={**details, "path": chosen.path, "confirmed": confirmed is not None},
+        )

@@ -1,0 +1,129 @@
+"""Which of several conflicting sources is authoritative.
+
+Rules, strongest first: explicit supersession (one source names the other in ``supersedes`` /
+``superseded_by``) > official status (official > approved/published > draft/unset >
+deprecated/archived) > hierarchy (organization > department > team > individual) > recency
+(later ``modified`` date) > ownership (a source with a named owner beats one without).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Rule = Literal["supersession", "status", "hierarchy", "recency", "ownership", "tie", "only"]
+RULES: tuple[Rule, ...] = ("supersession", "status", "hierarchy", "recency", "ownership")
+
+STATUS_RANK = {
+    "official": 3,
+    "approved": 2,
+    "published": 2,
+    "active": 2,
+    "current": 2,
+    "draft": 1,
+    "proposed": 1,
+    "review": 1,
+    "deprecated": 0,
+    "archived": 0,
+    "obsolete": 0,
+    "superseded": 0,
+    "retired": 0,
+}
+LEVEL_RANK = {
+    "organization": 4,
+    "organisation": 4,
+    "company": 4,
+    "enterprise": 4,
+    "global": 4,
+    "department": 3,
+    "division": 3,
+    "regional": 3,
+    "team": 2,
+    "group": 2,
+    "individual": 1,
+    "personal": 1,
+    "user": 1,
+}
+
+
+class SourceInfo(BaseModel):
+    """The metadata authority is decided on (any missing field is neutral)."""
+
+    path: str
+    id: str | None = None
+    status: str | None = None
+    level: str | None = None
+    modified: str | None = None
+    owner: str | None = None
+    supersedes: list[str] = Field(default_factory=list)
+    superseded_by: str | None = None
+
+    @classmethod
+    def from_metadata(cls, path: str, meta: dict[str, Any]) -> SourceInfo:
+        sup = meta.get("supersedes") or []
+        return cls(
+            path=path,
+            id=str(meta["id"]) if meta.get("id") else None,
+            status=str(meta["status"]) if meta.get("status") else None,
+            level=str(meta["level"]) if meta.get("level") else None,
+            modified=str(meta["modified"]) if meta.get("modified") else None,
+            owner=str(meta["owner"]) if meta.get("owner") else None,
+            supersedes=[str(s) for s in ([sup] if isinstance(sup, str) else sup)],
+            superseded_by=str(meta["superseded_by"]) if meta.get("superseded_by") else None,
+        )
+
+    def names(self) -> set[str]:
+        return {n for n in (self.path, self.id) if n}
+
+
+class AuthorityDecision(BaseModel):
+    winner: str = Field(description="path of the authoritative source")
+    rule: Rule = Field(description="the rule that decided against the strongest rival")
+    ranking: list[str] = Field(default_factory=list, description="paths, most authoritative first")
+
+
+def compare(a: SourceInfo, b: SourceInfo) -> tuple[int, Rule]:
+    """``(1, rule)`` when ``a`` outranks ``b``, ``(-1, rule)`` when ``b`` does, ``(0, "tie")``."""
+    if a.names() & set(b.supersedes) or (a.superseded_by and a.superseded_by in b.names()):
+        return -1, "supersession"
+    if b.names() & set(a.supersedes) or (b.superseded_by and b.superseded_by in a.names()):
+        return 1, "supersession"
+    for rule, key in (("status", _status), ("hierarchy", _level), ("recency", _date), ("ownership", _owned)):
+        ka, kb = key(a), key(b)
+        if ka is not None and kb is not None and ka != kb:
+            return (1 if ka > kb else -1), rule  # type: ignore[return-value]
+    return 0, "tie"
+
+
+def resolve_authority(sources: Sequence[SourceInfo]) -> AuthorityDecision:
+    """The most authoritative source; ``rule`` says what decided it against the runner-up."""
+    if not sources:
+        raise ValueError("resolve_authority needs at least one source")
+    ranked = [sources[0]]
+    for s in sources[1:]:
+        pos = len(ranked)
+        for i, r in enumerate(ranked):
+            if compare(s, r)[0] > 0:
+                pos = i
+                break
+        ranked.insert(pos, s)
+    rule: Rule = "only" if len(ranked) == 1 else compare(ranked[0], ranked[1])[1]
+    return AuthorityDecision(winner=ranked[0].path, rule=rule, ranking=[s.path for s in ranked])
+
+
+def _status(s: SourceInfo) -> int | None:
+    return STATUS_RANK.get(s.status.lower(), 1) if s.status else None
+
+
+def _level(s: SourceInfo) -> int | None:
+    return LEVEL_RANK.get(s.level.lower()) if s.level else None
+
+
+def _date(s: SourceInfo) -> str | None:
+    return s.modified[:10] if s.modified else None
+
+
+def _owned(s: SourceInfo) -> int:
+    return 1 if s.owner else 0

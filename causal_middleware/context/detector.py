@@ -1,0 +1,380 @@
+"""The dissatisfaction detector, offline (rule-based, deterministic) form.
+
+Patterns are generic English: corrections ("no, that's wrong", "actually it's X", "that's
+outdated", "it's X, not Y", "you should have ..."), conversational repair ("I said ...", "I meant
+..."), clarification requests, negative sentiment; tool errors come from tool outputs; repetition
+is a near-duplicate user turn; drift is a reply that shares almost no content words with the
+question; abandonment is a session that ends right after an unresolved signal.
+:func:`detect` dispatches to this form or to the LLM form in :mod:`.detector_llm`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from langchain_core.language_models import BaseChatModel
+
+from causal_middleware.context.conversation import Conversation, ConversationNode, NodeType
+from causal_middleware.context.signals import Detection, Signal, SignalType
+from causal_middleware.context.text import (
+    content_tokens,
+    find_values,
+    jaccard,
+    normalize,
+    quote,
+    sentences,
+    stem,
+    term_seq,
+    term_set,
+)
+
+_I = re.IGNORECASE
+
+# (pattern, confidence). The first match per family counts; confidence is the strongest match.
+CORRECTION_PATTERNS: tuple[tuple[re.Pattern[str], float], ...] = tuple(
+    (re.compile(p, _I), c)
+    for p, c in (
+        (r"\b(?:no|nope|nah)\b[,.!]*\s+(?:that|it|this)(?:'s| is| was)\s+(?:not|wrong|incorrect|outdated|old)", 0.95),
+        (r"\b(?:that|this|it)(?:'s| is| was)\s+(?:just\s+|simply\s+|completely\s+|totally\s+)?(?:wrong|incorrect|inaccurate|not (?:right|correct|true|accurate))\b", 0.95),
+        (r"\b(?:that|this|it|that info(?:rmation)?|your info(?:rmation)?)(?:'s| is| was|'re| are)\s+(?:way\s+|really\s+|badly\s+)?(?:outdated|out of date|out-of-date|stale|old (?:info|information|news)|no longer (?:true|valid|correct|accurate|the case))", 0.95),
+        (r"\b(?:it|that|this|they|the \w+(?: \w+)?)(?:'s| is| are| was)\s+(?:actually|really)\s+\S+", 0.85),
+        (r"\bactually,?\s+(?:it(?:'s| is)|that(?:'s| is)|the\b|they(?:'re| are)|we\b|you\b(?! know))(?!.*\b(?:another|one more|also|a (?:quick )?question)\b)", 0.8),
+        (r"\b(?:it|that|this|they)(?:'s| is| are| was)\s+[^.,;!?]{1,40},\s*not\s+\S+", 0.9),
+        (r"\bnot\s+[^.,;!?]{1,40},\s*(?:it(?:'s| is)|but)\s+\S+", 0.85),
+        (r"\b(?:changed|was changed|has changed|was updated|has been updated|got updated|went up|went down|was raised|was lowered|was increased|was reduced)\b(?:\s+(?:to|in|last|this|a while|recently|months|years))", 0.85),
+        (r"\bno longer\b|\bnot\s+\S+(?:\s+\S+)?\s+any\s?more\b|\b(?:don't|do not|doesn't|does not)\s+(?:use|accept|take|do|offer|support)\s+[^.,;!?]{1,30}\s+any\s?more\b", 0.85),
+        (r"\b(?:should be|is supposed to be|should have been|ought to be|is meant to be)\b", 0.8),
+        (
+            r"\byou(?:'re| are)\s+(?:really\s+|definitely\s+|clearly\s+)?(?:not\s+)?(?:supposed|allowed|permitted|meant|required)\s+to\b|"
+            r"\byou (?:really |definitely |clearly |honestly |absolutely |just )?(?:should(?:n't| not)?|must(?:n't| not)?|need to|have to|"
+            r"were supposed to|forgot to|didn't|did not|never)\b(?:\s+have)?\s+\w+|"
+            r"\b(?:aren't|weren't|shouldn't|should|don't|didn't) you (?:supposed to|have|be|need to|first)\b",
+            0.85,
+        ),
+        (r"\b(?:that|this|it)\s+(?:can't|cannot|couldn't|doesn't|does not|don't)\s+(?:be|sound|seem|look)\s+right\b", 0.9),
+        (r"\b(?:that's|that is|it's|this is)\s+(?:a\s+)?(?:different|the wrong|not the right)\s+\w+|\bthat(?:'s| is) not (?:it|what I (?:asked|meant))\b", 0.85),
+        (r"\b(?:that's|that is|this is|you're|you are|you've got it|you got it|you have it)\s+(?:wrong|mistaken|incorrect)\b", 0.95),
+        (r"\bthat(?:'s| is) not what (?:the|our|your) \w+ (?:says?|said|states?)\b", 0.9),
+        (r"\b(?:wrong|incorrect|mistaken|inaccurate|false)\b", 0.7),
+        (
+            r"^\s*(?:no|nope|nah)\b[,.!]+\s+(?!thanks|thank|worries|problem|need|that's (?:all|it|fine|great|right|correct|everything)|"
+            r"that is (?:all|it|fine)|I'm good|I am good|nothing)",
+            0.75,
+        ),
+    )
+)
+REPAIR_PATTERNS = tuple(
+    (re.compile(p, _I), c)
+    for p, c in (
+        (r"\bI (?:said|told you|asked(?: you)?|already (?:said|told you|asked))\b", 0.85),
+        (r"\bI (?:meant|mean)\b|\bwhat I (?:meant|asked|was asking)\b|\bI was asking\b", 0.85),
+        (r"\b(?:let me|to) (?:rephrase|clarify|be clear)\b|\bin other words\b", 0.8),
+        (r"\b(?:that's|that is|this is) not what I (?:asked|meant|wanted|said)\b|\byou misunderstood\b|\bnot what I asked\b", 0.9),
+        (r"\bI(?:'m| am) asking (?:about|for)\b", 0.75),
+    )
+)
+CLARIFICATION_PATTERNS = tuple(
+    (re.compile(p, _I), c)
+    for p, c in (
+        (r"\bwhat do you mean\b|\bwhat does (?:that|this|it) mean\b", 0.85),
+        (r"\b(?:can|could) you (?:clarify|explain(?: that| what you mean)?|be more specific|elaborate)\b", 0.8),
+        (r"\bI (?:don't|do not) (?:understand|get it|follow)\b|\b(?:I'm|I am) (?:confused|lost)\b|\bconfusing\b", 0.85),
+        (r"\bwhich one\b|\bwhat exactly\b|^\s*huh\??\s*$", 0.7),
+    )
+)
+SENTIMENT_PATTERNS = tuple(
+    (re.compile(p, _I), c)
+    for p, c in (
+        (r"\bfrustrat\w*|\bannoy\w*|\bfed up\b|\bsick of\b|\bridiculous\b|\bunacceptable\b|\bfurious\b|\bangry\b", 0.9),
+        (r"\buseless\b|\bunhelpful\b|\bnot (?:very |at all )?helpful\b|\bterrible\b|\bawful\b|\bhorrible\b|\bpathetic\b", 0.9),
+        (r"\bwaste of (?:my )?time\b|\bdisappoint\w*|\bupset\b|\bcome on\b|\bseriously\?|\bugh+\b|\bthis is (?:a joke|bad|not ok|not okay)\b", 0.8),
+        (r"\bcan't believe\b|\bkeeps? (?:failing|erroring|breaking|crashing|happening)\b|\bagain\?!|!{2,}", 0.75),
+    )
+)
+ABANDON_PATTERNS = (
+    re.compile(
+        r"\b(?:forget it|never ?mind|i give up|don't bother|i'll (?:just )?(?:call|go|ask|figure|do it|find)|"
+        r"i'll look elsewhere|whatever)\b",
+        _I,
+    ),
+)
+# Phrases that look like a signal but are benign.
+_BENIGN = re.compile(
+    r"\b(?:no worries|no problem|not wrong|nothing wrong|that's right|that is right|you're right|perfect|"
+    r"that's correct|that is correct|makes sense)\b",
+    _I,
+)
+_ERROR_OUTPUT = re.compile(
+    r"^\s*(?:error|exception|traceback|fatal)\b|\b(?:status(?:_code)?|http)\W{0,3}[45]\d\d\b|"
+    r"\b(?:failed|failure|timed? ?out|not found|invalid|unauthori[sz]ed|forbidden|denied|unknown parameter)\b",
+    _I,
+)
+# The agent says it could not answer; a user turn that then states the answer corrects the gap.
+_AGENT_FAILED = re.compile(
+    r"\b(?:couldn't|could not|can't|cannot|wasn't able to|was not able to|unable to|not able to) (?:find|locate|answer)\b|"
+    r"\b(?:don't|do not) have (?:any )?(?:information|details|data|anything|an answer)\b|"
+    r"\bno (?:information|results|matching (?:entries|results))\b|\bI (?:don't|do not) know\b|"
+    r"\b(?:doesn't|does not|don't|do not) (?:seem to )?(?:cover|include|mention|have|contain)\b",
+    _I,
+)
+_STATEMENT = re.compile(r"\b(?:is|are|was|it's|that's|they're|costs?|takes?)\b", _I)
+_NEGATIVE_FEEDBACK = re.compile(r"👎|\bthumbs[- ]down\b|\b(?:rating|rated|rate)\s*:?\s*[12]\s*/\s*5\b", _I)
+
+REPETITION_THRESHOLD = 0.6
+DRIFT_COVERAGE = 0.15
+
+
+def detect(
+    conversation: Conversation,
+    *,
+    mode: Literal["offline", "llm"] = "offline",
+    model: BaseChatModel | None = None,
+) -> Detection:
+    """Detect dissatisfaction in a session with the offline rules or, given a chat model, the LLM.
+
+    ``mode="llm"`` without a model returns a Detection with ``status="not_run"``.
+    """
+    if mode == "offline":
+        return detect_offline(conversation)
+    if mode == "llm":
+        from causal_middleware.context.detector_llm import detect_llm
+
+        return detect_llm(conversation, model)
+    raise ValueError(f"unknown detector mode {mode!r}; expected 'offline' or 'llm'")
+
+
+def detect_offline(conversation: Conversation) -> Detection:
+    """The rule-based detector: every signal with its evidence quote and turn."""
+    signals: list[Signal] = []
+    user_nodes = conversation.user_turns
+    for node in user_nodes:
+        signals += _language_signals(node)
+    signals += _supplied_answers(conversation, signals)
+    signals += _contradictions(conversation, signals)
+    signals += _tool_errors(conversation)
+    signals += _repetitions(user_nodes)
+    signals += _drift(conversation)
+    signals += _feedback(conversation)
+    signals += _abandonment(conversation, signals)
+    signals.sort(key=lambda s: (s.turn, s.type.value))
+    return Detection.from_signals(conversation.session_id, signals)
+
+
+def _best(patterns: tuple[tuple[re.Pattern[str], float], ...], text: str) -> tuple[float, str] | None:
+    best: tuple[float, str] | None = None
+    for pattern, conf in patterns:
+        m = pattern.search(text)
+        if m and (best is None or conf > best[0]):
+            best = (conf, m.group(0))
+    return best
+
+
+def _language_signals(node: ConversationNode) -> list[Signal]:
+    text = node.content
+    benign = _BENIGN.search(text) is not None
+    out = []
+    for sig_type, patterns in (
+        (SignalType.CORRECTION, CORRECTION_PATTERNS),
+        (SignalType.CONVERSATIONAL_REPAIR, REPAIR_PATTERNS),
+        (SignalType.CLARIFICATION_REQUEST, CLARIFICATION_PATTERNS),
+        (SignalType.NEGATIVE_SENTIMENT, SENTIMENT_PATTERNS),
+    ):
+        hit = _best(patterns, text)
+        if hit is None:
+            continue
+        conf, _ = hit
+        if benign:
+            conf *= 0.5
+        out.append(Signal(type=sig_type, turn=node.turn, node_id=node.id, evidence=quote(text), confidence=conf))
+    if _NEGATIVE_FEEDBACK.search(text):
+        out.append(Signal(type=SignalType.EXPLICIT_FEEDBACK, turn=node.turn, node_id=node.id, evidence=quote(text), confidence=1.0))
+    return out
+
+
+def _supplied_answers(conversation: Conversation, found: list[Signal]) -> list[Signal]:
+    """A user turn that states a value right after the agent said it could not find the answer."""
+    out = []
+    corrected = {s.node_id for s in found if s.type == SignalType.CORRECTION}
+    last_agent: ConversationNode | None = None
+    for n in conversation.nodes:
+        if n.type == NodeType.AGENT:
+            last_agent = n
+        elif n.type == NodeType.USER:
+            if (
+                last_agent is not None
+                and n.id not in corrected
+                and _AGENT_FAILED.search(last_agent.content)
+                and any(
+                    not sent.endswith("?") and (find_values(sent) or _STATEMENT.search(sent)) for sent in sentences(n.content)
+                )
+            ):
+                out.append(
+                    Signal(
+                        type=SignalType.CORRECTION,
+                        turn=n.turn,
+                        node_id=n.id,
+                        evidence=quote(f"{n.content} (after: {last_agent.content})"),
+                        confidence=0.85,
+                    )
+                )
+            last_agent = None
+    return out
+
+
+CONTRADICTION_KINDS = ("money", "percent", "duration", "date", "time")
+
+
+def _contradictions(conversation: Conversation, found: list[Signal]) -> list[Signal]:
+    """A user statement giving a different value of the same kind as the agent's last answer.
+
+    Only statements ("it's $40 now", "the fee is $40") that refer back to the answer: they name
+    nothing else, or share a word with it. A new request ("move $200 to savings") is not one.
+    """
+    out = []
+    corrected = {s.node_id for s in found if s.type == SignalType.CORRECTION}
+    last_agent: ConversationNode | None = None
+    for n in conversation.nodes:
+        if n.type == NodeType.AGENT:
+            last_agent = n
+        elif n.type == NodeType.USER:
+            if last_agent is not None and n.id not in corrected:
+                said = find_values(last_agent.content)
+                answer_terms = set(term_seq(last_agent.content))
+                for sent in sentences(n.content):
+                    if sent.endswith("?") or not _STATEMENT.search(sent):
+                        continue
+                    terms = set(term_seq(sent))
+                    if terms and not terms & answer_terms:
+                        continue
+                    hit = next(
+                        (
+                            (value, same)
+                            for kind, value in find_values(sent)
+                            if kind in CONTRADICTION_KINDS
+                            and (same := [v for k, v in said if k == kind])
+                            and all(normalize(v) != normalize(value) for v in same)
+                        ),
+                        None,
+                    )
+                    if hit:
+                        out.append(
+                            Signal(
+                                type=SignalType.CORRECTION,
+                                turn=n.turn,
+                                node_id=n.id,
+                                evidence=quote(f"{n.content} (the agent said {hit[1][0]})"),
+                                confidence=0.8,
+                            )
+                        )
+                        break
+            last_agent = None
+    return out
+
+
+def _tool_errors(conversation: Conversation) -> list[Signal]:
+    out = []
+    for n in conversation.of_type(NodeType.TOOL_CALL, NodeType.KB_RETRIEVAL, NodeType.SKILL_LOOKUP):
+        head = n.output[:300]
+        if n.status == "error" or (n.type == NodeType.TOOL_CALL and _ERROR_OUTPUT.search(head)):
+            out.append(
+                Signal(
+                    type=SignalType.TOOL_EXECUTION_ERROR,
+                    turn=n.turn,
+                    node_id=n.id,
+                    evidence=quote(f"{n.name or 'tool'}: {n.output}"),
+                    confidence=1.0,
+                )
+            )
+    return out
+
+
+def _repetitions(user_nodes: list[ConversationNode]) -> list[Signal]:
+    out = []
+    seen: list[tuple[ConversationNode, set[str]]] = []
+    for node in user_nodes:
+        terms = term_set(node.content)
+        if len(terms) >= 3:
+            for prev, prev_terms in seen:
+                sim = jaccard(terms, prev_terms)
+                if sim >= REPETITION_THRESHOLD:
+                    conf = round(min(1.0, 0.75 + 0.25 * sim), 3)
+                    out.append(
+                        Signal(
+                            type=SignalType.REPETITION,
+                            turn=node.turn,
+                            node_id=node.id,
+                            evidence=quote(f"{node.content} (repeats turn {prev.turn})"),
+                            confidence=conf,
+                        )
+                    )
+                    break
+        seen.append((node, terms))
+    return out
+
+
+def _drift(conversation: Conversation) -> list[Signal]:
+    """A reply that covers almost none of the content words of the question it answers."""
+    out = []
+    last_user: ConversationNode | None = None
+    for n in conversation.nodes:
+        if n.type == NodeType.USER:
+            last_user = n
+        elif n.type == NodeType.AGENT and last_user is not None:
+            question = {stem(t) for t in content_tokens(last_user.content)}
+            if len(question) >= 3 and "?" in last_user.content:
+                reply = term_set(n.content)
+                cov = len(question & reply) / len(question)
+                if cov < DRIFT_COVERAGE and not n.content.rstrip().endswith("?"):
+                    out.append(
+                        Signal(
+                            type=SignalType.SEMANTIC_DRIFT,
+                            turn=n.turn,
+                            node_id=n.id,
+                            evidence=quote(n.content),
+                            confidence=round(0.8 - cov, 3),
+                        )
+                    )
+            last_user = None
+    return out
+
+
+def _feedback(conversation: Conversation) -> list[Signal]:
+    return [
+        Signal(
+            type=SignalType.EXPLICIT_FEEDBACK,
+            turn=f.turn,
+            evidence=quote(f.comment or "negative feedback"),
+            confidence=1.0,
+        )
+        for f in conversation.feedback
+        if f.rating == "negative"
+    ]
+
+
+def _abandonment(conversation: Conversation, signals: list[Signal]) -> list[Signal]:
+    """The session ends on the user's side right after an unresolved signal, or with a give-up line."""
+    if not conversation.nodes:
+        return []
+    users = conversation.user_turns
+    if not users:
+        return []
+    last_user = users[-1]
+    after = [n for n in conversation.nodes[conversation.index(last_user.id) + 1 :] if n.type == NodeType.AGENT]
+    unresolved = any(
+        s.node_id == last_user.id and s.type in (SignalType.CORRECTION, SignalType.NEGATIVE_SENTIMENT, SignalType.REPETITION, SignalType.CONVERSATIONAL_REPAIR)
+        for s in signals
+    )
+    give_up = any(p.search(last_user.content) for p in ABANDON_PATTERNS)
+    earlier_signal = any(s.turn < last_user.turn and s.type != SignalType.SEMANTIC_DRIFT for s in signals)
+    if (unresolved and not after) or (give_up and earlier_signal):
+        return [
+            Signal(
+                type=SignalType.SESSION_ABANDONMENT,
+                turn=last_user.turn,
+                node_id=last_user.id,
+                evidence=quote(last_user.content),
+                confidence=0.9 if give_up else 0.8,
+            )
+        ]
+    return []

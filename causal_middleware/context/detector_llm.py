@@ -1,0 +1,65 @@
+"""The dissatisfaction detector, LLM form: one call, the model lists the signals as JSON.
+
+The weighting and the escalation rule are applied by us, exactly as for the offline form.
+"""
+
+from __future__ import annotations
+
+from langchain_core.language_models import BaseChatModel
+
+from causal_middleware.context.conversation import Conversation
+from causal_middleware.context.llm import NOT_CONFIGURED, LLMResponseError, ask_json, require
+from causal_middleware.context.signals import Detection, Signal, SignalType
+
+SYSTEM = (
+    "You review customer-support sessions of an AI agent and find evidence that the user was not "
+    "served well. Answer with JSON only."
+)
+PROMPT = """Signal types: {types}.
+CORRECTION: the user says the agent's information is wrong or outdated. CONVERSATIONAL_REPAIR: the
+user restates what they asked. TOOL_EXECUTION_ERROR: a tool call failed. CLARIFICATION_REQUEST: the
+user cannot follow the answer. NEGATIVE_SENTIMENT: frustration. REPETITION: the user asks the same
+thing again. SEMANTIC_DRIFT: the reply is off-topic. SESSION_ABANDONMENT: the user leaves unresolved.
+EXPLICIT_FEEDBACK: a rating or thumbs-down.
+
+Session {session_id}:
+{transcript}
+
+Answer as {{"signals": [{{"type": "<type>", "turn": <int>, "node_id": "<node id>",
+"evidence": "<exact quote>", "confidence": <0..1>}}]}}; an empty list when the user was satisfied."""
+
+
+def detect_llm(conversation: Conversation, model: BaseChatModel | None) -> Detection:
+    """One model call; ``status="not_run"`` when no model is given."""
+    if model is None:
+        return Detection(session_id=conversation.session_id, mode="llm", status="not_run", reason=NOT_CONFIGURED)
+    data = ask_json(
+        model,
+        SYSTEM,
+        PROMPT.format(
+            types=", ".join(t.value for t in SignalType),
+            session_id=conversation.session_id,
+            transcript=conversation.transcript(),
+        ),
+    )
+    raw = require(data, "signals", list, "detector")
+    node_turns = {n.id: n.turn for n in conversation.nodes}
+    signals = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise LLMResponseError(f"detector: signals[{i}] should be an object, got {item!r}")
+        try:
+            sig_type = SignalType(str(item.get("type", "")).upper())
+        except ValueError as exc:
+            raise LLMResponseError(f"detector: signals[{i}] has unknown type {item.get('type')!r}") from exc
+        node_id = item.get("node_id") if item.get("node_id") in node_turns else None
+        turn = item.get("turn")
+        if not isinstance(turn, int):
+            turn = node_turns.get(node_id, 0) if node_id else 0
+        conf = item.get("confidence", 0.0)
+        if not isinstance(conf, int | float) or not 0.0 <= conf <= 1.0:
+            raise LLMResponseError(f"detector: signals[{i}] confidence must be a number in [0, 1], got {conf!r}")
+        signals.append(
+            Signal(type=sig_type, turn=turn, node_id=node_id, evidence=str(item.get("evidence", "")), confidence=float(conf))
+        )
+    return Detection.from_signals(conversation.session_id, signals, mode="llm", calls=1)

@@ -1,0 +1,570 @@
+"""The recommender: explore the workspace, decide the four dimensions, resolve authority, and
+propose one CREATE / UPDATE / DELETE / NO_ACTION change with a unified diff.
+
+``mode="explore"`` uses the six workspace tools (typically 3-5 calls: read the faulty source,
+search the knowledge base for the expected content, read the candidates, list skills or read
+the system prompt for consistency). ``mode="passive"`` decides from the session alone (the
+ablation): it cannot see sources the agent never retrieved, so it cannot tell a stale duplicate
+from the only copy, or a retrieval failure from stale content. Nothing is applied here.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+from typing import Literal
+
+from causal_middleware.context.authority import AuthorityDecision, SourceInfo, resolve_authority
+from causal_middleware.context.conversation import Conversation, NodeType
+from causal_middleware.context.delta import claimed_subject
+from causal_middleware.context.explorer import WorkspaceExplorer
+from causal_middleware.context.recommendation import (
+    Classification,
+    Dimension,
+    Dimensions,
+    Operation,
+    Recommendation,
+    append_line,
+    claim_sentence,
+    make_id,
+    replace_value,
+    unified_diff,
+)
+from causal_middleware.context.root_cause import Diagnosis
+from causal_middleware.context.text import (
+    CONVERSATION_WORDS,
+    contains,
+    coverage,
+    find_values,
+    jaccard,
+    quote,
+    relevance,
+    slugify,
+    stem,
+    subject_phrase,
+    term_set,
+    value_kind,
+)
+from causal_middleware.context.workspace import (
+    KB_DIR,
+    SYSTEM_PROMPT_PATH,
+    KBEntry,
+    Workspace,
+    component_type,
+    split_front_matter,
+)
+
+Mode = Literal["explore", "passive"]
+
+SAME_CLAIM = 0.6  # Jaccard of two sentences' words (values removed): the same claim
+RELEVANT = 0.5  # relevance() of a sentence to what the user asked about
+DUPLICATE_TITLE = 0.5  # Jaccard of titles: two entries on the same topic
+INSTRUCTION_PRESENT = 0.6  # share of an instruction's words already in the system prompt
+_DROP = {stem(w) for w in CONVERSATION_WORDS}
+_DELETE_CONFIDENCE = {"supersession": 0.9, "status": 0.9, "hierarchy": 0.8, "recency": 0.75, "ownership": 0.7}
+
+
+def recommend(
+    conversation: Conversation,
+    diagnosis: Diagnosis,
+    workspace: Workspace,
+    *,
+    mode: Mode = "explore",
+) -> Recommendation:
+    """One reviewable recommendation for a diagnosed session."""
+    if mode not in ("explore", "passive"):
+        raise ValueError(f"unknown recommender mode {mode!r}; expected 'explore' or 'passive'")
+    return _Recommender(conversation, diagnosis, workspace, mode).run()
+
+
+class _Recommender:
+    def __init__(self, conversation: Conversation, diagnosis: Diagnosis, workspace: Workspace, mode: Mode) -> None:
+        self.conv = conversation
+        self.diag = diagnosis
+        self.ws = workspace
+        self.mode = mode
+        self.ex = WorkspaceExplorer(workspace)
+        self.delta = diagnosis.delta
+        self.root = conversation.node(diagnosis.root_node_id) if diagnosis.root_node_id else None
+        question = conversation.node(self.delta.question_node_id) if self.delta and self.delta.question_node_id else None
+        anchor = conversation.node(self.delta.anchor_node_id) if self.delta and self.delta.anchor_node_id else None
+        self.question = question.content if question else ""
+        self.correction = anchor.content if anchor is not None and anchor.type == NodeType.USER else ""
+        claimed = claimed_subject(self.correction, self.delta.expected) if self.delta else None
+        # What the user is talking about: the subject they state a value for, else their question.
+        self.subject_text = claimed or self.question
+        self.subject = term_set(self.subject_text) - _DROP
+        # What the agent actually got to use: the top hit of each search and every direct read.
+        self.retrieved = {n.source for n in conversation.nodes if n.source}
+
+    @property
+    def explore(self) -> bool:
+        return self.mode == "explore"
+
+    # --- entry ----------------------------------------------------------------------------
+    def run(self) -> Recommendation:
+        d = self.diag
+        if d.status != "ok" or self.delta is None:
+            return self._no_action(Classification.AMBIGUOUS, f"nothing to fix: diagnosis {d.status}", 0.3)
+        if self.delta.kind == "behaviour" or d.component_type == "system_prompt":
+            return self._system_prompt()
+        if d.component_type == "tool":
+            return self._tool()
+        if d.component_type == "skill":
+            return self._skill()
+        return self._knowledge()
+
+    # --- builders -------------------------------------------------------------------------
+    def _rec(
+        self,
+        op: Operation,
+        target: str | None,
+        *,
+        before: str | None,
+        after: str | None,
+        change: str,
+        classification: Classification,
+        confidence: float,
+        rationale: str,
+        dims: Dimensions,
+        authority: str | None = None,
+        rule: str | None = None,
+    ) -> Recommendation:
+        return Recommendation(
+            id=make_id(self.conv.session_id, op, target, after),
+            session_id=self.conv.session_id,
+            operation=op,
+            target_path=target,
+            change_text=change,
+            authoritative_source=authority,
+            authority_rule=rule,
+            classification=classification,
+            confidence=confidence,
+            dimensions=dims,
+            rationale=rationale,
+            root_node_id=self.diag.root_node_id,
+            mode=self.mode,
+            exploration=list(self.ex.calls),
+            calls=len(self.ex.calls),
+            base_text=before,
+            new_text=after,
+            diff=unified_diff(target, before, after) if op != Operation.NO_ACTION else "",
+        )
+
+    def _no_action(self, classification: Classification, rationale: str, confidence: float, dims: Dimensions | None = None) -> Recommendation:
+        return self._rec(
+            Operation.NO_ACTION,
+            None,
+            before=None,
+            after=None,
+            change="",
+            classification=classification,
+            confidence=confidence,
+            rationale=rationale,
+            dims=dims or Dimensions(),
+        )
+
+    def _user_source(self) -> str:
+        turn = self.delta.anchor_node_id if self.delta else None
+        return f"user correction (session {self.conv.session_id}, node {turn})"
+
+    def _current(self, path: str) -> str | None:
+        """The file as it is now (for the diff; not an exploration call)."""
+        return self.ws.read(path) if self.ws.exists(path) else None
+
+    # --- system prompt --------------------------------------------------------------------
+    def _system_prompt(self) -> Recommendation:
+        instruction = (self.delta.instruction or self.delta.expected or "").strip()
+        path = SYSTEM_PROMPT_PATH
+        if self.explore:
+            prompt = self.ex.read_system_prompt()
+            skills = self.ex.list_skills()
+            hits = self.ex.search_kb(instruction, k=3)
+        else:
+            prompt = self.root.output if self.root is not None and self.root.type == NodeType.SYSTEM_PROMPT else None
+            skills, hits = [], []
+        current = self._current(path)
+        instr_terms = term_set(instruction) - _DROP
+        present = prompt is not None and coverage(instr_terms, term_set(prompt)) >= INSTRUCTION_PRESENT
+        covering_skill = next(
+            (s["path"] for s in skills if coverage(instr_terms, term_set(s["name"] + " " + s["description"])) >= INSTRUCTION_PRESENT),
+            None,
+        )
+        backing = next((h for h in hits if _states(h.content, instruction)), None)
+        dims = Dimensions(
+            existence=Dimension(ok=present, evidence="the instruction is in the system prompt" if present else "no such instruction in the system prompt"),
+            accessibility=Dimension(ok=None, evidence="the system prompt is always in context"),
+            correctness=Dimension(ok=present, evidence=quote(instruction)),
+            consistency=Dimension(
+                ok=covering_skill is None,
+                evidence=f"skill {covering_skill} covers the same behaviour" if covering_skill else "no skill or entry contradicts it",
+            ),
+        )
+        if present:
+            return self._no_action(Classification.INCIDENTAL, "the system prompt already states this; the agent did not follow it", 0.6, dims)
+        if current is None and prompt is None:
+            return self._no_action(Classification.AMBIGUOUS, "the workspace has no system prompt to update", 0.3, dims)
+        base = current if current is not None else prompt
+        after = append_line(base or "", f"- {instruction}")
+        return self._rec(
+            Operation.UPDATE,
+            path,
+            before=base,
+            after=after,
+            change=f"- {instruction}",
+            classification=Classification.SYSTEMIC,
+            confidence=0.85 if backing else 0.75,
+            rationale="behavioural correction the system prompt does not cover: add the rule",
+            dims=dims,
+            authority=backing.path if backing else self._user_source(),
+            rule="status" if backing else None,
+        )
+
+    # --- tool prompt ----------------------------------------------------------------------
+    def _tool(self) -> Recommendation:
+        path = self.diag.component_path or ""
+        name = PurePosixPath(path).stem if path else (self.root.name if self.root else "")
+        got, expected = self.delta.got, self.delta.expected
+        if self.explore:
+            text = self.ex.read_tool_prompt(name)
+            prompt = self.ex.read_system_prompt()
+            hits = self.ex.search_kb(f"{name.replace('_', ' ')} {expected or ''}", k=3)
+        else:
+            text, prompt, hits = None, None, []
+        current = self._current(path) if path else None
+        base = text if text is not None else current
+        also = [p for p, t in ((SYSTEM_PROMPT_PATH, prompt), *((h.path, h.content) for h in hits)) if t and got and contains(t, got)]
+        dims = Dimensions(
+            existence=Dimension(ok=base is not None, evidence=f"tool prompt {path}" if base else f"no tool prompt {path}"),
+            accessibility=Dimension(ok=None, evidence="tool descriptions are always in context"),
+            correctness=Dimension(
+                ok=not (got and base and contains(base, got)) if self.explore else None,
+                evidence=f"the tool prompt documents {got!r}; the tool expects {expected!r}",
+            ),
+            consistency=Dimension(ok=not also, evidence=("also stated in " + ", ".join(also)) if also else "no other source repeats it"),
+        )
+        if self.explore and base is not None and got and contains(base, got) and expected:
+            after = replace_value(base, got, expected, set())
+            return self._rec(
+                Operation.UPDATE,
+                path,
+                before=base,
+                after=after,
+                change=f"replace {got!r} with {expected!r}",
+                classification=Classification.SYSTEMIC,
+                confidence=0.85,
+                rationale="the tool description tells the agent to send a value the tool rejects",
+                dims=dims,
+                authority=f"tool error at node {self.delta.anchor_node_id}",
+                rule=None,
+            )
+        if self.explore and base is not None and expected and contains(base, expected):
+            return self._no_action(Classification.INCIDENTAL, "the tool prompt already documents the expected value", 0.6, dims)
+        if not self.explore and current is not None and got and expected:
+            return self._rec(
+                Operation.UPDATE,
+                path,
+                before=current,
+                after=replace_value(current, got, expected, set()),
+                change=f"replace {got!r} with {expected!r}",
+                classification=Classification.SYSTEMIC,
+                confidence=0.6,
+                rationale="the failing call followed the tool description (not verified: passive)",
+                dims=dims,
+                authority=f"tool error at node {self.delta.anchor_node_id}",
+            )
+        return self._no_action(Classification.AMBIGUOUS, "the tool error does not point at the tool description", 0.4, dims)
+
+    # --- skill ----------------------------------------------------------------------------
+    def _skill(self) -> Recommendation:
+        path = self.diag.component_path or (self.root.source if self.root else None) or ""
+        got, expected = self.delta.got, self.delta.expected
+        if self.explore:
+            text = self.ex.read_skill(path)
+            skills = self.ex.list_skills()
+            hits = self.ex.search_kb(self._query(), k=3)
+        else:
+            text = self.root.output if self.root is not None else None
+            skills, hits = [], []
+        base = self._current(path) if path else None
+        text = text if text is not None else base
+        backing = [h for h in hits if expected and contains(h.content, expected) and self._about_user(h.content, expected)]
+        others = [
+            s["path"]
+            for s in skills
+            if s["path"] != path and coverage(self.subject, term_set(s["name"] + " " + s["description"])) >= 0.5
+        ]
+        wrong = bool(text and got and contains(text, got))
+        dims = Dimensions(
+            existence=Dimension(ok=bool(backing) or bool(text and expected and contains(text, expected)), evidence=_paths(backing, "states the expected value")),
+            accessibility=Dimension(ok=True, evidence=f"the agent read {path}"),
+            correctness=Dimension(ok=not wrong, evidence=f"{path} states {got!r}" if wrong else "the skill does not state the wrong value"),
+            consistency=Dimension(
+                ok=not (backing and wrong) and not others,
+                evidence=("conflicts with " + ", ".join([b.path for b in backing] + others)) if (backing and wrong) or others else "no conflicting source",
+            ),
+        )
+        if wrong and expected and base is not None:
+            decision = self._authority([self._meta(path, base)] + [self._entry_meta(b.path) for b in backing]) if backing else None
+            authority = decision.winner if decision and decision.winner != path else self._user_source()
+            return self._rec(
+                Operation.UPDATE,
+                path,
+                before=base,
+                after=replace_value(base, got, expected, self.subject),
+                change=f"replace {got!r} with {expected!r}",
+                classification=Classification.SYSTEMIC,
+                confidence=0.9 if decision and decision.winner != path else 0.7,
+                rationale="the skill states an outdated value",
+                dims=dims,
+                authority=authority,
+                rule=decision.rule if decision and decision.winner != path else None,
+            )
+        if text and expected and contains(text, expected):
+            return self._no_action(Classification.INCIDENTAL, "the skill already states the expected value", 0.6, dims)
+        return self._no_action(Classification.AMBIGUOUS, "the skill neither states the wrong nor the right value", 0.4, dims)
+
+    # --- knowledge base -------------------------------------------------------------------
+    def _query(self) -> str:
+        parts = [subject_phrase(self.question)]
+        if self.delta.expected:
+            parts.append(self.delta.expected)
+        return " ".join(p for p in parts if p)
+
+    def _knowledge(self) -> Recommendation:
+        got, expected = self.delta.got, self.delta.expected
+        r_path = self.diag.component_path if component_type(self.diag.component_path) == "kb" else None
+        if self.explore:
+            r_text = self.ex.read_kb_entry(r_path) if r_path else None
+            hits = self.ex.search_kb(self._query(), k=5)
+            cands = [
+                h.path
+                for h in hits
+                if h.path != r_path and expected and contains(h.content, expected) and self._about_user(h.content, expected)
+            ]
+            for p in cands[:2]:
+                self.ex.read_kb_entry(p)
+            section_hits = [h.path for h in hits]
+        else:
+            r_text = self._root_document(r_path)
+            cands = []
+            section_hits = [d.path for d in (self.root.documents if self.root else []) if d.path]
+        wrong = bool(r_text and got and contains(r_text, got))
+        right = bool(r_text and expected and contains(r_text, expected))
+        conflicts = [c for c in cands if wrong and self._same_claim(r_text or "", got or "", self.ws.read(c), expected or "")]
+        dims = Dimensions(
+            existence=Dimension(
+                ok=bool(cands) or right,
+                evidence=_paths_str(cands, "states the expected value") if cands else ("the retrieved entry states it" if right else "no source states the expected value"),
+            ),
+            accessibility=Dimension(
+                ok=(not cands or any(c in self.retrieved for c in cands)) if (cands or right) else None,
+                evidence=("never retrieved in the session: " + ", ".join(c for c in cands if c not in self.retrieved)) if cands else "",
+            ),
+            correctness=Dimension(ok=not wrong if r_text else None, evidence=f"{r_path} states {got!r}" if wrong else ""),
+            consistency=Dimension(ok=not conflicts, evidence=("conflicts with " + ", ".join(conflicts)) if conflicts else "no conflicting entry"),
+        )
+        if wrong and r_path:
+            if conflicts:
+                return self._resolve_conflict(r_path, conflicts, dims)
+            # The faulty entry is about what the user asked: it is stale. Otherwise the search
+            # brought the wrong entry, and the one stating the expected value is not reachable.
+            off_topic = value_kind(got or "") != value_kind(expected or "") or not self._about_user(r_text or "", got or "")
+            if cands and off_topic:
+                return self._make_accessible(cands[0], dims)
+            base = self._current(r_path)
+            if base is None:
+                return self._no_action(Classification.AMBIGUOUS, f"{r_path} is no longer in the workspace", 0.3, dims)
+            return self._rec(
+                Operation.UPDATE,
+                r_path,
+                before=base,
+                after=replace_value(base, got or "", expected or "", self.subject),
+                change=f"replace {got!r} with {expected!r}",
+                classification=Classification.SYSTEMIC,
+                confidence=0.7,
+                rationale="the entry states an outdated value and no other source states the current one",
+                dims=dims,
+                authority=self._user_source(),
+            )
+        if right:
+            return self._no_action(Classification.INCIDENTAL, "the retrieved entry already states the expected value", 0.6, dims)
+        if cands:
+            if any(c in self.retrieved for c in cands):
+                return self._no_action(Classification.INCIDENTAL, "the right entry was retrieved; the agent did not use it", 0.55, dims)
+            return self._make_accessible(cands[0], dims)
+        if expected:
+            return self._create(section_hits, dims)
+        return self._no_action(Classification.AMBIGUOUS, "no expected content to add", 0.3, dims)
+
+    def _root_document(self, path: str | None) -> str | None:
+        if self.root is None:
+            return None
+        for d in self.root.documents:
+            if d.path == path:
+                return d.content
+        return self.root.output or None
+
+    def _about_user(self, text: str, value: str) -> bool:
+        """Whether the sentence stating ``value`` is about what the user asked or said."""
+        sent = claim_sentence(text, value)
+        if sent is None:
+            return False
+        meta, _ = _safe_front(text)
+        return relevance(self.subject_text, sent, str(meta.get("title") or "")) >= RELEVANT
+
+    def _same_claim(self, r_text: str, got: str, x_text: str, expected: str) -> bool:
+        """Whether two entries state different values for the same thing: values of one kind, and
+        both sentences about what the user asked or near-identical but for the value."""
+        if value_kind(got) != value_kind(expected):
+            return False
+        if self._about_user(r_text, got) and self._about_user(x_text, expected):
+            return True
+        a, b = claim_sentence(r_text, got), claim_sentence(x_text, expected)
+        if not a or not b:
+            return False
+        return jaccard(_sentence_terms(a) - _DROP, _sentence_terms(b) - _DROP) >= SAME_CLAIM
+
+    def _meta(self, path: str, text: str) -> SourceInfo:
+        meta, _ = _safe_front(text)
+        return SourceInfo.from_metadata(path, meta)
+
+    def _entry_meta(self, path: str) -> SourceInfo:
+        return self._meta(path, self.ws.read(path))
+
+    def _authority(self, sources: list[SourceInfo]) -> AuthorityDecision:
+        return resolve_authority(sources)
+
+    def _resolve_conflict(self, r_path: str, conflicts: list[str], dims: Dimensions) -> Recommendation:
+        got, expected = self.delta.got or "", self.delta.expected or ""
+        decision = self._authority([self._entry_meta(r_path)] + [self._entry_meta(c) for c in conflicts])
+        base = self.ws.read(r_path)
+        if decision.winner == r_path:
+            return self._no_action(
+                Classification.AMBIGUOUS,
+                f"{r_path} outranks the sources that agree with the user ({decision.rule}); needs a human",
+                0.4,
+                dims,
+            )
+        winner = decision.winner
+        r_entry, w_entry = self.ws.kb_entry(r_path), self.ws.kb_entry(winner)
+        if _duplicates(r_entry, w_entry):
+            return self._rec(
+                Operation.DELETE,
+                r_path,
+                before=base,
+                after=None,
+                change=f"delete {r_path}: superseded by {winner}",
+                classification=Classification.SYSTEMIC,
+                confidence=_DELETE_CONFIDENCE.get(decision.rule, 0.7),
+                rationale=f"{r_path} duplicates {winner} with an outdated value; {winner} is authoritative ({decision.rule})",
+                dims=dims,
+                authority=winner,
+                rule=decision.rule,
+            )
+        return self._rec(
+            Operation.UPDATE,
+            r_path,
+            before=base,
+            after=replace_value(base, got, expected, self.subject),
+            change=f"replace {got!r} with {expected!r}",
+            classification=Classification.SYSTEMIC,
+            confidence=0.9,
+            rationale=f"{winner} states the current value and is authoritative ({decision.rule})",
+            dims=dims,
+            authority=winner,
+            rule=decision.rule,
+        )
+
+    def _make_accessible(self, path: str, dims: Dimensions) -> Recommendation:
+        base = self.ws.read(path)
+        line = f'Related question: "{self.question.strip()}"' if self.question.strip() else ""
+        return self._rec(
+            Operation.UPDATE,
+            path,
+            before=base,
+            after=append_line(base, line),
+            change=line,
+            classification=Classification.SYSTEMIC,
+            confidence=0.75,
+            rationale=f"{path} holds the right content but the question's wording does not retrieve it",
+            dims=dims,
+            authority=path,
+            rule="only",
+        )
+
+    def _subject_name(self) -> str:
+        """What the missing entry is about: the subject the user states ("the X is <value>"), else
+        what the agent said it could not find ("nothing about the X"), else the question's subject."""
+        claimed = claimed_subject(self.correction, self.delta.expected)
+        if claimed:
+            return claimed
+        target = self.conv.node(self.delta.target_node_id) if self.delta.target_node_id else None
+        if target is not None and target.type == NodeType.AGENT:
+            m = re.search(r"\b(?:about|on|for|regarding) the ([a-z][\w -]{2,60}?)(?: in\b| from\b|[.,;!?]|$)", target.content, re.IGNORECASE)
+            if m:
+                return m.group(1).strip()
+        return subject_phrase(self.question) or " ".join(sorted(self.subject)) or "new entry"
+
+    def _create(self, section_hits: list[str], dims: Dimensions) -> Recommendation:
+        phrase = self._subject_name()
+        if self.explore:
+            section_hits = [h.path for h in self.ex.search_kb(phrase, k=3)] or section_hits
+        dirs = [str(PurePosixPath(p).parent) for p in section_hits if p and component_type(p) == "kb"]
+        section = max(dirs, key=lambda d: (dirs.count(d), -dirs.index(d))) if dirs else KB_DIR
+        slug = slugify(phrase)
+        path = f"{section}/{slug}.md"
+        if self.ws.exists(path):
+            path = f"{section}/{slug}-2.md"
+        title = phrase[:1].upper() + phrase[1:]
+        quote_line = quote(self.correction, 200).replace('"', "'")
+        text = (
+            f"---\nid: {slug}\ntitle: {title}\nstatus: draft\nauthor: causal-mw context recommend\n"
+            f"source: session {self.conv.session_id}\n---\n# {title}\n\n{title}: {self.delta.expected}.\n\n"
+            f'Source: user correction in session {self.conv.session_id}: "{quote_line}"\n'
+        )
+        return self._rec(
+            Operation.CREATE,
+            path,
+            before=None,
+            after=text,
+            change=f"{title}: {self.delta.expected}.",
+            classification=Classification.SYSTEMIC,
+            confidence=0.7,
+            rationale="no source in the workspace states this; add an entry (draft, for review)",
+            dims=dims,
+            authority=self._user_source(),
+        )
+
+
+def _sentence_terms(sentence: str) -> set[str]:
+    values = " ".join(v for _, v in find_values(sentence))
+    return term_set(sentence) - term_set(values)
+
+
+def _safe_front(text: str) -> tuple[dict, str]:
+    try:
+        return split_front_matter(text)
+    except ValueError:
+        return {}, text
+
+
+def _duplicates(a: KBEntry, b: KBEntry) -> bool:
+    linked = bool({a.id, a.path} & set(b.supersedes)) or b.id == a.superseded_by or b.path == a.superseded_by
+    title_a = term_set(re.sub(r"\d+", " ", a.title))
+    title_b = term_set(re.sub(r"\d+", " ", b.title))
+    return linked or jaccard(title_a, title_b) >= DUPLICATE_TITLE
+
+
+def _states(text: str, instruction: str) -> bool:
+    terms = term_set(instruction) - _DROP
+    return bool(terms) and any(coverage(terms, term_set(s)) >= INSTRUCTION_PRESENT for s in text.splitlines())
+
+
+def _paths(hits: list, what: str) -> str:
+    return _paths_str([h.path for h in hits], what)
+
+
+def _paths_str(paths: list[str], what: str) -> str:
+    return f"{', '.join(paths)} {what}" if paths else ""
+

@@ -1,0 +1,185 @@
+"""Root cause, LLM forms: holistic (one call) and the iterative per-node baseline (N+2 calls)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from causal_middleware.context.conversation import Conversation
+from causal_middleware.context.delta import Delta
+from causal_middleware.context.failure import FailurePoint, locate_failure
+from causal_middleware.context.llm import NOT_CONFIGURED, LLMResponseError, ask_json, require
+from causal_middleware.context.root_cause import Attribution, Diagnosis, FaultCategory, Method
+from causal_middleware.context.signals import Detection
+from causal_middleware.context.workspace import component_type
+
+SYSTEM = (
+    "You debug the context of an AI agent (system prompt, tool descriptions, skill files, knowledge "
+    "base). Find the node where wrong or missing content entered the session. Answer with JSON only."
+)
+CATEGORIES = ", ".join(c.value for c in FaultCategory)
+
+HOLISTIC = """Session {session_id} (nodes in order; the user complains at node {anchor}):
+{transcript}
+
+1. State the delta: what the user expected and what the agent produced.
+2. Walk the nodes in REVERSE order from node {anchor} and find the root: the FIRST node that
+   brought the faulty content into the context (or that should have, for missing content).
+3. Give every node that contributed an attribution score; scores sum to 1.
+Categories: {categories}.
+Answer as {{"expected": "...", "got": "..." or null, "root_node_id": "<id>",
+"attributions": {{"<id>": <score>, ...}}, "category": "<category>",
+"component_path": "<workspace path of the faulty source, e.g. kb/x.md, skills/y/SKILL.md,
+tools/z.md, system_prompt.md>" or null}}"""
+
+DELTA = """Session {session_id}:
+{transcript}
+
+The user signals a problem at node {anchor}. Answer as {{"expected": "...", "got": "..." or null}}."""
+
+NODE = """The agent produced {got!r} where {expected!r} was expected (session {session_id}).
+Node {node_id} ({node_type}{source}): {text}
+
+Is this node where the faulty content entered? Answer as {{"score": <0..1>, "reason": "..."}}."""
+
+FINAL = """Per-node scores for session {session_id} (expected {expected!r}, got {got!r}):
+{scores}
+Nodes:
+{transcript}
+
+Pick the root node. Categories: {categories}. Answer as {{"root_node_id": "<id>",
+"category": "<category>", "component_path": "<path>" or null}}."""
+
+
+def diagnose_llm(
+    conversation: Conversation, detection: Detection, model: BaseChatModel | None, *, method: Method = "holistic"
+) -> Diagnosis:
+    if model is None:
+        return Diagnosis(session_id=conversation.session_id, method=method, mode="llm", status="not_run", reason=NOT_CONFIGURED)
+    fp = locate_failure(conversation, detection)
+    if fp is None:
+        return Diagnosis(session_id=conversation.session_id, method=method, mode="llm", status="no_failure", reason="no dissatisfaction signal")
+    if method == "holistic":
+        return _holistic(conversation, fp, model)
+    return _iterative(conversation, fp, model)
+
+
+def _holistic(conversation: Conversation, fp: FailurePoint, model: BaseChatModel) -> Diagnosis:
+    data = ask_json(
+        model,
+        SYSTEM,
+        HOLISTIC.format(
+            session_id=conversation.session_id,
+            anchor=fp.anchor.id,
+            transcript=conversation.transcript(),
+            categories=CATEGORIES,
+        ),
+    )
+    delta = _delta(data, fp)
+    root = _node_id(conversation, require(data, "root_node_id", str, "root cause"), "root_node_id")
+    raw = require(data, "attributions", dict, "root cause")
+    scores = {_node_id(conversation, k, "attributions"): _number(v, f"attributions[{k!r}]") for k, v in raw.items()}
+    return _result(conversation, fp, data, "holistic", root, scores, delta, calls=1)
+
+
+def _iterative(conversation: Conversation, fp: FailurePoint, model: BaseChatModel) -> Diagnosis:
+    transcript = conversation.transcript()
+    data = ask_json(model, SYSTEM, DELTA.format(session_id=conversation.session_id, transcript=transcript, anchor=fp.anchor.id))
+    delta = _delta(data, fp)
+    scores: dict[str, float] = {}
+    for node in conversation.nodes:
+        answer = ask_json(
+            model,
+            SYSTEM,
+            NODE.format(
+                got=delta.got,
+                expected=delta.expected,
+                session_id=conversation.session_id,
+                node_id=node.id,
+                node_type=node.type.value,
+                source=f", {node.source}" if node.source else "",
+                text=node.text[:1500],
+            ),
+        )
+        scores[node.id] = _number(require(answer, "score", int | float, f"node {node.id}"), f"node {node.id} score")
+    final = ask_json(
+        model,
+        SYSTEM,
+        FINAL.format(
+            session_id=conversation.session_id,
+            expected=delta.expected,
+            got=delta.got,
+            scores=json.dumps(scores),
+            transcript=transcript,
+            categories=CATEGORIES,
+        ),
+    )
+    root = _node_id(conversation, require(final, "root_node_id", str, "final pick"), "root_node_id")
+    return _result(conversation, fp, final, "iterative", root, scores, delta, calls=len(conversation.nodes) + 2)
+
+
+def _result(
+    conversation: Conversation,
+    fp: FailurePoint,
+    data: dict[str, Any],
+    method: Method,
+    root: str,
+    scores: dict[str, float],
+    delta: Delta,
+    *,
+    calls: int,
+) -> Diagnosis:
+    category = data.get("category")
+    if category is not None:
+        try:
+            category = FaultCategory(str(category).upper())
+        except ValueError as exc:
+            raise LLMResponseError(f"root cause: unknown category {data.get('category')!r}; expected one of {CATEGORIES}") from exc
+    path = data.get("component_path")
+    if path is not None and not isinstance(path, str):
+        raise LLMResponseError(f"root cause: component_path should be a string or null, got {path!r}")
+    if root not in scores or scores[root] <= 0:
+        scores[root] = max(scores.values(), default=0.0) or 1.0
+    total = sum(scores.values())
+    order = {n.id: i for i, n in enumerate(conversation.nodes)}
+    attributions = sorted(
+        (Attribution(node_id=k, score=round(v / total, 6)) for k, v in scores.items() if v > 0),
+        key=lambda a: (a.node_id != root, -a.score, order[a.node_id]),
+    )
+    return Diagnosis(
+        session_id=conversation.session_id,
+        method=method,
+        mode="llm",
+        delta=delta,
+        root_node_id=root,
+        attributions=attributions,
+        category=category,
+        component_type=component_type(path) if path else None,
+        component_path=path,
+        segment_node_ids=list(fp.segment.node_ids) if fp.segment else [],
+        calls=calls,
+    )
+
+
+def _delta(data: dict[str, Any], fp: FailurePoint) -> Delta:
+    expected = data.get("expected")
+    got = data.get("got")
+    for key, value in (("expected", expected), ("got", got)):
+        if value is not None and not isinstance(value, str):
+            raise LLMResponseError(f"root cause: {key!r} should be a string or null, got {value!r}")
+    return fp.delta.model_copy(update={"expected": expected or fp.delta.expected, "got": got})
+
+
+def _node_id(conversation: Conversation, value: Any, what: str) -> str:
+    ids = {n.id for n in conversation.nodes}
+    if not isinstance(value, str) or value not in ids:
+        raise LLMResponseError(f"root cause: {what} names node {value!r}, which is not in session {conversation.session_id!r}")
+    return value
+
+
+def _number(value: Any, what: str) -> float:
+    if not isinstance(value, int | float) or value < 0:
+        raise LLMResponseError(f"root cause: {what} should be a non-negative number, got {value!r}")
+    return float(value)

@@ -1,0 +1,224 @@
+"""Lexical helpers shared by the context-debugging stages: tokens, overlap, value spans, slugs.
+
+Everything here is domain-agnostic English text processing; no stage keeps a list of domain words.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable
+
+STOPWORDS = frozenset(
+    """
+    a an the and or but if then else of to in on at by for with from into onto over under about as
+    is are was were be been being am do does did doing done have has had having will would shall should
+    can could may might must i me my mine we us our ours you your yours he him his she her hers it its
+    they them their theirs this that these those there here what which who whom whose when where why how
+    not no yes so too very just also only than such any some all each every both either neither more most
+    other another same own again further once up down out off per via please thanks thank hi hello ok okay
+    s t don didn doesn isn aren wasn weren won wouldn couldn shouldn ll re ve d m let lets tell know
+    """.split()
+)
+
+# Words that carry the "shape" of a question or a complaint, not its subject.
+QUESTION_WORDS = frozenset(
+    """
+    much many long often soon tell explain need want like get find give show help wondering wonder
+    question ask asking asked quick quickly currently current now today anymore still actually really
+    sure right wrong correct incorrect outdated said told mean meant think thought go going take takes
+    """.split()
+)
+# Words of complaint and correction: they say something is wrong, not what it is about.
+JUDGEMENT_WORDS = frozenset(
+    """
+    wrong incorrect inaccurate outdated stale old new newer latest longer anymore changed change updated
+    update actually really mistaken false true right correct accurate supposed fix fixed ugh seriously
+    frustrating annoying useless terrible still keep keeps failing failed again nope nah yeah yep
+    """.split()
+)
+CONVERSATION_WORDS = QUESTION_WORDS | JUDGEMENT_WORDS
+
+_TOKEN = re.compile(r"[a-z0-9]+(?:['_][a-z0-9]+)*")
+
+_MONEY = r"[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:k|m|million|billion))?|\d[\d,]*(?:\.\d+)?\s?(?:usd|eur|gbp|dollars|euros|pounds)\b"
+_PERCENT = r"\d+(?:\.\d+)?\s?%|\d+(?:\.\d+)?\s?percent\b"
+_DURATION = (
+    r"\d+(?:\.\d+)?(?:\s?-\s?\d+)?\s?(?:business |calendar |working )?"
+    r"(?:seconds?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?)\b"
+)
+_DATE = (
+    r"\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4}|"
+    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?(?:,? \d{4})?"
+)
+_TIME = r"\d{1,2}(?::\d{2})?\s?(?:am|pm)\b|\d{1,2}:\d{2}\b"
+_QUOTED = r"(?<!\w)['\"`“‘]([^'\"`”’\n]{1,60}?)['\"`”’](?!\w)"
+_NUMBER = r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w])"
+
+VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("money", re.compile(_MONEY, re.IGNORECASE)),
+    ("percent", re.compile(_PERCENT, re.IGNORECASE)),
+    ("date", re.compile(_DATE, re.IGNORECASE)),
+    ("duration", re.compile(_DURATION, re.IGNORECASE)),
+    ("time", re.compile(_TIME, re.IGNORECASE)),
+    ("quoted", re.compile(_QUOTED)),
+    ("number", re.compile(_NUMBER)),
+)
+
+
+def tokens(text: str | None) -> list[str]:
+    """Lowercased alphanumeric tokens (apostrophes and underscores kept inside a token)."""
+    if not text:
+        return []
+    return _TOKEN.findall(text.lower())
+
+
+def content_tokens(text: str | None, *, drop: Iterable[str] = ()) -> list[str]:
+    """Tokens minus stopwords, one-letter tokens and anything in ``drop``, order kept."""
+    dropped = set(drop)
+    out = []
+    for tok in tokens(text):
+        tok = tok.replace("'", "")
+        if len(tok) < 2 or tok in STOPWORDS or tok in dropped:
+            continue
+        out.append(tok)
+    return out
+
+
+@functools.lru_cache(maxsize=65536)
+def stem(token: str) -> str:
+    """A crude plural/verb-ending stemmer, enough for overlap measures."""
+    for suffix in ("ing", "ies", "es", "ed", "s"):
+        if token.endswith(suffix) and len(token) - len(suffix) >= 3:
+            return token[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return token
+
+
+def term_set(text: str | None, *, drop: Iterable[str] = ()) -> set[str]:
+    """Stemmed content tokens of ``text`` as a set."""
+    return {stem(t) for t in content_tokens(text, drop=drop)}
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+def coverage(needles: set[str], haystack: set[str]) -> float:
+    """Share of ``needles`` found in ``haystack`` (0 when there are no needles)."""
+    if not needles:
+        return 0.0
+    return len(needles & haystack) / len(needles)
+
+
+def normalize(text: str | None) -> str:
+    """Lowercase, unify quotes and collapse whitespace: the form used for containment tests."""
+    if not text:
+        return ""
+    text = text.replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"')
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def contains(haystack: str | None, needle: str | None) -> bool:
+    """Whether ``needle`` occurs in ``haystack`` after normalisation, on token boundaries."""
+    n = normalize(needle).strip(" .,;:!?'\"`")
+    if not n:
+        return False
+    h = normalize(haystack)
+    pattern = r"(?<![\w$€£])" + re.escape(n) + r"(?![\w%])"
+    return re.search(pattern, h) is not None
+
+
+def find_values(text: str | None) -> list[tuple[str, str]]:
+    """Value-like spans (money, percentages, dates, durations, times, quoted strings, numbers).
+
+    Returns ``(kind, span)`` pairs in order of appearance; a span inside a longer one is dropped.
+    """
+    if not text:
+        return []
+    found: list[tuple[int, int, str, str]] = []
+    for kind, pattern in VALUE_PATTERNS:
+        for m in pattern.finditer(text):
+            start, end = (m.start(1), m.end(1)) if kind == "quoted" else (m.start(), m.end())
+            if any(s <= start and end <= e for s, e, _, _ in found):
+                continue
+            found.append((start, end, kind, text[start:end].strip()))
+    found.sort()
+    return [(kind, span) for _, _, kind, span in found]
+
+
+def value_kind(value: str) -> str:
+    """The kind of a value span as :func:`find_values` would classify it ('phrase' otherwise)."""
+    spans = find_values(value)
+    if spans and normalize(spans[0][1]) == normalize(value):
+        return spans[0][0]
+    return "phrase"
+
+
+def sentences(text: str | None) -> list[str]:
+    """Split text into sentences and list items (front matter and markdown markers kept as lines)."""
+    if not text:
+        return []
+    out: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        for part in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])", line):
+            part = part.strip()
+            if part:
+                out.append(part)
+    return out
+
+
+def slugify(text: str, *, max_words: int = 5) -> str:
+    """``"Overdraft fee (2023)"`` -> ``"overdraft-fee-2023"``."""
+    words = tokens(text)[:max_words]
+    return "-".join(w.replace("'", "").replace("_", "-") for w in words) or "untitled"
+
+
+def subject_phrase(question: str) -> str:
+    """The subject of a question: its content words without the question's shape words.
+
+    ``"How much is the overdraft fee?"`` -> ``"overdraft fee"``.
+    """
+    words = content_tokens(question, drop=QUESTION_WORDS)
+    return " ".join(words)
+
+
+def quote(text: str, limit: int = 160) -> str:
+    """A one-line excerpt for evidence fields."""
+    flat = re.sub(r"\s+", " ", text or "").strip()
+    return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
+
+
+def term_seq(text: str | None) -> list[str]:
+    """Stemmed content tokens in order, without question words and without value spans."""
+    if not text:
+        return []
+    for _, span in find_values(text):
+        text = text.replace(span, " ")
+    return [stem(t) for t in content_tokens(text, drop=QUESTION_WORDS)]
+
+
+def bigrams(seq: list[str]) -> set[tuple[str, str]]:
+    return set(zip(seq, seq[1:], strict=False))
+
+
+def relevance(subject: str, *texts: str) -> float:
+    """How much ``texts`` (e.g. a sentence and its document's title) are about ``subject``.
+
+    The share of the subject's words they contain, halved when the subject has several words and
+    no two of them appear side by side in any text (so "returned check fee" is not matched by a
+    sentence about "checking account fees").
+    """
+    subj = term_seq(subject)
+    if not subj:
+        return 0.0
+    seqs = [term_seq(t) for t in texts if t]
+    words = set().union(*seqs) if seqs else set()
+    score = coverage(set(subj), words)
+    if len(set(subj)) >= 2 and not any(bigrams(subj) & bigrams(s) for s in seqs):
+        score *= 0.5
+    return score

@@ -1,0 +1,204 @@
+"""What fault injection needs to know about a corpus: its entities, their types and aliases,
+in-domain distractors, near-namesakes, off-topic passages and superseded (stale) passages.
+
+Built once per dataset (:meth:`FaultCorpus.from_dataset`) and shared by every unit of a sweep;
+read-only after construction, so threads can share it. On the generated world the passages'
+metadata names each passage's entity and its type; on MuSiQue/HotpotQA entities are the passage
+titles and the gold hop answers, untyped (distractors then match the original's shape instead).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Iterable, Sequence
+
+from causal_middleware.world.model import Dataset, Passage, Question
+from causal_middleware.world.scoring import normalize_answer, token_set
+from causal_middleware.world.templates import ALIAS_PATTERNS
+
+_NUMBER = re.compile(r"^\d{1,3}(?:,\d{3})+$|^\d+$")
+_DISAMBIGUATOR = re.compile(r"\s*\([^)]*\)\s*$")
+
+
+def is_number(text: str) -> bool:
+    """A plain integer or a comma-grouped one (``1823``, ``1,234,567``)."""
+    return bool(_NUMBER.match(text.strip()))
+
+
+def shape(name: str) -> tuple[str, int]:
+    """(``"number"`` or ``"name"``, token count): what an untyped distractor must match."""
+    return ("number" if is_number(name) else "name", len(normalize_answer(name).split()))
+
+
+def _one_letter_off(a: str, b: str) -> bool:
+    return len(a) == len(b) and a != b and sum(x != y for x, y in zip(a, b, strict=True)) == 1
+
+
+def near_namesake(a: str, b: str) -> bool:
+    """Different names a reader could confuse: one letter apart, or sharing a token of 4+ letters."""
+    na, nb = normalize_answer(a), normalize_answer(b)
+    if not na or not nb or na == nb:
+        return False
+    if _one_letter_off(na, nb):
+        return True
+    long_a = {t for t in na.split() if len(t) >= 4}
+    long_b = {t for t in nb.split() if len(t) >= 4}
+    return bool(long_a & long_b)
+
+
+class FaultCorpus:
+    """Entity inventory and passage lookups over one corpus (see the module docstring)."""
+
+    def __init__(self, passages: Sequence[Passage], questions: Iterable[Question] = ()) -> None:
+        if not passages:
+            raise ValueError("FaultCorpus needs at least one passage")
+        self.passages: list[Passage] = list(passages)
+        self.by_id: dict[str, Passage] = {p.id: p for p in self.passages}
+        self._tokens: dict[str, frozenset[str]] = {}
+        self._types: dict[str, str] = {}  # normalised name -> entity type (world metadata)
+        self._canonical: dict[str, str] = {}  # normalised name -> canonical entity name
+        self._names: dict[str, str] = {}  # normalised name -> surface form, every known entity name
+        for p in self.passages:
+            entity, etype = p.metadata.get("entity"), p.metadata.get("type")
+            if isinstance(entity, str) and entity:
+                self._add_name(entity, entity, etype if isinstance(etype, str) else None)
+            elif p.title:
+                title = _DISAMBIGUATOR.sub("", p.title).strip()
+                if title:
+                    self._add_name(title, title, None)
+            for rx in ALIAS_PATTERNS:  # "X, also known as Y, is ..." opens a passage
+                m = rx.match(p.text)
+                if m:
+                    a, b = m.group("a").strip(), m.group("b").strip()
+                    canonical = self._canonical.get(normalize_answer(a), a)
+                    self._add_name(b, canonical, self._types.get(normalize_answer(canonical)))
+        for q in questions:
+            for hop in q.hops:
+                for name in (hop.answer, *hop.aliases):
+                    if name and not is_number(name) and normalize_answer(name) not in self._names:
+                        self._add_name(name, hop.answer, None)
+        self._sorted_names = sorted(self._names.values())
+        self._name_tokens = {name: token_set(name) for name in self._sorted_names}
+
+    @classmethod
+    def from_dataset(cls, dataset: Dataset) -> FaultCorpus:
+        return cls(dataset.passages, dataset.questions)
+
+    def _add_name(self, name: str, canonical: str, etype: str | None) -> None:
+        key = normalize_answer(name)
+        if not key:
+            return
+        self._names.setdefault(key, name)
+        self._canonical.setdefault(key, canonical)
+        if etype:
+            self._types.setdefault(key, etype)
+
+    # --- entities ------------------------------------------------------------------------
+    def entity_names(self) -> list[str]:
+        """Every known entity name (canonical names and aliases), sorted."""
+        return list(self._sorted_names)
+
+    def is_entity(self, name: str) -> bool:
+        return normalize_answer(name) in self._names
+
+    def entity_type(self, name: str) -> str | None:
+        """The entity type of ``name`` (or of the entity it is an alias of); None when unknown."""
+        key = normalize_answer(name)
+        if key in self._types:
+            return self._types[key]
+        canonical = self._canonical.get(key)
+        return self._types.get(normalize_answer(canonical)) if canonical else None
+
+    def same_entity(self, a: str, b: str) -> bool:
+        """True when ``a`` and ``b`` name the same entity (equal, or one is an alias of the other)."""
+        ka, kb = normalize_answer(a), normalize_answer(b)
+        if ka == kb:
+            return True
+        ca, cb = self._canonical.get(ka), self._canonical.get(kb)
+        return ca is not None and cb is not None and normalize_answer(ca) == normalize_answer(cb)
+
+    def distractors(self, original: str, *, etype: str | None = None, avoid: Iterable[str] = ()) -> list[str]:
+        """In-domain replacements for entity ``original``, sorted: entities of its type (or, untyped,
+        of its shape) sharing no token with ``original`` nor with any name in ``avoid``, and not
+        another name of the same entity."""
+        etype = etype or self.entity_type(original)
+        banned = set(token_set(original))
+        for name in avoid:
+            banned |= token_set(name)
+        want_shape = shape(original)
+        out = []
+        for name in self._sorted_names:
+            if is_number(name) or banned & self._name_tokens[name] or self.same_entity(name, original):
+                continue
+            if etype is not None:
+                if self.entity_type(name) != etype:
+                    continue
+            elif shape(name) != want_shape:
+                continue
+            out.append(name)
+        return out
+
+    def near_namesakes(self, name: str) -> list[str]:
+        """Known entities whose names a reader could confuse with ``name`` (not its aliases), sorted."""
+        etype = self.entity_type(name)
+        return [
+            other
+            for other in self._sorted_names
+            if near_namesake(other, name)
+            and not self.same_entity(other, name)
+            and (etype is None or self.entity_type(other) in (None, etype))
+        ]
+
+    # --- passages ------------------------------------------------------------------------
+    def tokens(self, passage: Passage) -> frozenset[str]:
+        """Normalised tokens of a passage's title and text (cached)."""
+        cached = self._tokens.get(passage.id)
+        if cached is None:
+            cached = token_set(f"{passage.title} {passage.text}")
+            self._tokens[passage.id] = cached
+        return cached
+
+    def off_topic(
+        self, avoid: Iterable[str], n: int, rng: random.Random, *, exclude_ids: Iterable[str] = ()
+    ) -> list[Passage]:
+        """``n`` passages (drawn with ``rng``) sharing no token with any text in ``avoid``."""
+        banned: set[str] = set()
+        for text in avoid:
+            banned |= token_set(text)
+        excluded = set(exclude_ids)
+        order = list(range(len(self.passages)))
+        rng.shuffle(order)
+        out: list[Passage] = []
+        for i in order:
+            p = self.passages[i]
+            if p.id in excluded or self.tokens(p) & banned:
+                continue
+            out.append(p)
+            if len(out) == n:
+                break
+        return out
+
+    def stale_passages(self, subject: str, relation: str | None) -> list[Passage]:
+        """The corpus's superseded statements of ``relation`` of ``subject`` (world metadata), by id."""
+        out = []
+        for p in self.passages:
+            if not p.metadata.get("stale"):
+                continue
+            entity = p.metadata.get("entity")
+            relations = p.metadata.get("relations") or []
+            if isinstance(entity, str) and self.same_entity(entity, subject):
+                if relation is None or relation in relations:
+                    out.append(p)
+        return sorted(out, key=lambda p: p.id)
+
+    def new_id(self, *parts: object) -> str:
+        """A passage id derived from ``parts`` that no corpus passage has."""
+        import hashlib
+
+        digest = hashlib.sha256("|".join(str(p) for p in parts).encode()).hexdigest()
+        for start in range(0, len(digest) - 10):
+            pid = f"x{digest[start : start + 10]}"
+            if pid not in self.by_id:
+                return pid
+        raise RuntimeError("could not derive an unused passage id")  # pragma: no cover

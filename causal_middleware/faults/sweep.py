@@ -1,0 +1,465 @@
+"""The resumable fault-injection sweep: base questions x depths x families -> forks in the store.
+
+For every question the sweep first needs a *base run* on the live agent (reused from the store
+when an earlier sweep made one and its checkpoints are still there). Then each unit
+(question, family, depth) is planned (:func:`~causal_middleware.faults.families.plan_fault`)
+and, when eligible and certifiable, forked from the base run at the injected hop with
+``mode="regenerate"``: the faulted step's output is replaced and the agent runs the rest live.
+The fork is stored as a new run whose lineage names the base run, labelled
+``{"fault": FaultLabel, "question_id", "depth", "fault_sweep.unit": key}`` and annotated with its
+outcome and reference. Every unit, forked or not, leaves one :class:`UnitRecord` as an
+``"intervention"`` record (on the fork run, else on the base run).
+
+Resuming: a unit whose latest record is not an error is finished and skipped on re-run; its key
+is (dataset, retriever, question id, family, depth, seed, persistent). Errors are recorded per
+unit (``status="error"`` with the exception) and retried on the next run; the sweep itself does
+not stop. Units of one question run in order in one worker thread; questions run in parallel on
+``workers`` threads.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from pydantic import BaseModel, Field
+
+from causal_middleware.faults.corpus import FaultCorpus
+from causal_middleware.faults.families import FaultContext, FaultPlan, plan_fault
+from causal_middleware.faults.model import (
+    ALL_FAMILIES,
+    ContentOutcome,
+    FaultFamily,
+    FaultLabel,
+    UnitRecord,
+)
+from causal_middleware.faults.outcomes import content_outcome, outcome_of, query_contaminated
+from causal_middleware.faults.persistent import ScopedIndex, corrupted_copy
+from causal_middleware.replay.adapter import AgentAdapter
+from causal_middleware.replay.protocol import ForkBackend
+from causal_middleware.spans.model import Outcome, Trajectory
+from causal_middleware.store.base import SpanStore
+from causal_middleware.world.model import Dataset, Question
+from causal_middleware.world.scoring import is_correct
+
+RECORD_KIND = "intervention"
+BASE_LABEL = "fault_sweep.base"
+UNIT_LABEL = "fault_sweep.unit"
+
+__all__ = [
+    "BASE_LABEL",
+    "RECORD_KIND",
+    "UNIT_LABEL",
+    "FaultUnit",
+    "SweepEnvironment",
+    "SweepResult",
+    "finished_keys",
+    "iter_units",
+    "latest_records",
+    "run_sweep",
+    "unit_key",
+]
+
+
+@dataclass
+class SweepEnvironment:
+    """The live agent a sweep injects into, and where it keeps runs.
+
+    Args:
+        store: the span store the agent's runs (base and forks) are written to.
+        backend: forks runs (the LangGraph ``Replayer``); must re-run the suffix in ``regenerate``.
+        adapter: turns hop-level faults into node outputs for this agent.
+        dataset: the questions and the corpus the agent retrieves from.
+        run_base: runs one question on the instrumented agent and returns its run id.
+        scoped_index: the index the agent searches, when persistent faults are wanted.
+        can_fork: whether a stored base run can still be forked (its checkpoints exist).
+        retriever: the retriever's name, part of every unit key.
+        corpus: the dataset's :class:`FaultCorpus` (built on first use when None).
+        close: releases what the environment opened (call it when the sweeps are done).
+    """
+
+    store: SpanStore
+    backend: ForkBackend
+    adapter: AgentAdapter
+    dataset: Dataset
+    run_base: Callable[[Question], str]
+    scoped_index: ScopedIndex | None = None
+    can_fork: Callable[[Trajectory], bool] = field(default=lambda trajectory: True)
+    retriever: str = "bm25"
+    corpus: FaultCorpus | None = None
+    close: Callable[[], None] = field(default=lambda: None)
+
+    def fault_corpus(self) -> FaultCorpus:
+        if self.corpus is None:
+            self.corpus = FaultCorpus.from_dataset(self.dataset)
+        return self.corpus
+
+
+class SweepResult(BaseModel):
+    """What one ``run_sweep`` call did (the stored records hold the details)."""
+
+    dataset: str
+    retriever: str
+    seed: int
+    persistent: bool
+    families: list[str]
+    depths: list[int]
+    questions: int
+    units: int = Field(description="units in the sweep")
+    resumed: int = Field(description="units already finished in the store, skipped")
+    statuses: dict[str, int] = Field(default_factory=dict, description="status -> units run now")
+    base_runs: int = Field(default=0, description="base runs made now (the rest were reused)")
+    base_correct: int = Field(default=0, description="questions whose base run answered correctly")
+    elapsed_s: float = 0.0
+    records: list[UnitRecord] = Field(default_factory=list, description="the records written now")
+
+
+class FaultUnit(NamedTuple):
+    """One finished faulted unit, as the attribution benchmark consumes it."""
+
+    base: Trajectory
+    faulted: Trajectory
+    label: FaultLabel
+    recovered: bool
+    content_outcome: ContentOutcome | None
+    question: Question
+
+
+def unit_key(
+    question_id: str,
+    family: str,
+    depth: int,
+    seed: int,
+    persistent: bool,
+    *,
+    dataset: str,
+    retriever: str,
+) -> str:
+    """The resume key of a unit (JSON text, stable across runs)."""
+    return json.dumps([dataset, retriever, question_id, family, depth, seed, bool(persistent)])
+
+
+def latest_records(store: SpanStore) -> dict[str, UnitRecord]:
+    """The latest intervention record of every unit key in ``store``."""
+    out: dict[str, UnitRecord] = {}
+    for payload in store.get_records(RECORD_KIND):
+        if "key" not in payload or "status" not in payload:
+            continue  # someone else's intervention record
+        record = UnitRecord.model_validate(payload)
+        out[record.key] = record
+    return out
+
+
+def finished_keys(store: SpanStore) -> set[str]:
+    """Keys of units whose latest record is not an error (skipped when the sweep runs again)."""
+    return {key for key, record in latest_records(store).items() if record.status != "error"}
+
+
+def _base_key(dataset: str, retriever: str, seed: int, question_id: str) -> str:
+    return json.dumps([dataset, retriever, seed, question_id])
+
+
+def _replace_with(values: dict[str, Any]) -> Callable[[Any], dict[str, Any]]:
+    def fault_output(_recorded: Any) -> dict[str, Any]:
+        return json.loads(json.dumps(values))  # a fresh copy per call
+
+    return fault_output
+
+
+class _Sweep:
+    def __init__(
+        self,
+        env: SweepEnvironment,
+        *,
+        seed: int,
+        persistent: bool,
+        on_unit: Callable[[UnitRecord], None],
+    ) -> None:
+        self.env = env
+        self.store = env.store
+        self.seed = seed
+        self.persistent = persistent
+        self.on_unit = on_unit
+        self.corpus = env.fault_corpus()
+        self.dataset = env.dataset.name
+        self.base_made = 0
+        self.base_ok = 0
+        self._bases: dict[str, list[str]] = {}
+        for summary in self.store.list_runs(label=BASE_LABEL, limit=None):
+            self._bases.setdefault(str(summary.labels.get(BASE_LABEL)), []).append(summary.run_id)
+
+    def key(self, question: Question, family: str, depth: int) -> str:
+        return unit_key(
+            question.id, family, depth, self.seed, self.persistent, dataset=self.dataset, retriever=self.env.retriever
+        )
+
+    def base_run(self, question: Question) -> Trajectory:
+        key = _base_key(self.dataset, self.env.retriever, self.seed, question.id)
+        for run_id in self._bases.get(key, []):  # newest first
+            trajectory = self.store.get_trajectory(run_id)
+            if self.env.can_fork(trajectory):
+                return trajectory
+        run_id = self.env.run_base(question)
+        correct = is_correct(self.store.get_trajectory(run_id).answer, question)
+        self.store.annotate(
+            run_id,
+            outcome=Outcome.SUCCESS if correct else Outcome.FAILURE,
+            reference=question.answer,
+            labels={BASE_LABEL: key, "question_id": question.id},
+        )
+        self.base_made += 1
+        return self.store.get_trajectory(run_id)
+
+    def run_question(self, question: Question, units: Sequence[tuple[FaultFamily, int]]) -> list[UnitRecord]:
+        records = []
+        base: Trajectory | None = None
+        failure: Exception | None = None
+        try:
+            base = self.base_run(question)
+        except Exception as exc:
+            failure = exc
+        if base is not None and is_correct(base.answer, question):
+            self.base_ok += 1
+        for family, depth in units:
+            start = time.perf_counter()
+            record = self._blank(question, family, depth, base)
+            try:
+                if base is None:
+                    raise RuntimeError(f"the base run of question {question.id} failed: {failure!r}") from failure
+                record = self._unit(question, family, depth, base, record)
+            except Exception as exc:
+                record = record.model_copy(
+                    update={"status": "error", "error": _error_text(exc), "fork_run_id": None}
+                )
+            record.elapsed_s = round(time.perf_counter() - start, 4)
+            run_id = record.fork_run_id or record.base_run_id or f"question:{question.id}"
+            self.store.put_record(RECORD_KIND, run_id, record.model_dump(mode="json"))
+            records.append(record)
+            self.on_unit(record)
+        return records
+
+    def _blank(self, question: Question, family: FaultFamily, depth: int, base: Trajectory | None) -> UnitRecord:
+        return UnitRecord(
+            key=self.key(question, family, depth),
+            status="error",
+            family=family,
+            requested_hop=depth,
+            seed=self.seed,
+            persistent=self.persistent,
+            dataset=self.dataset,
+            retriever=self.env.retriever,
+            question_id=question.id,
+            base_run_id=base.run_id if base is not None else None,
+            base_answer=base.answer if base is not None else None,
+            question=question.model_dump(mode="json"),
+        )
+
+    def _unit(
+        self, question: Question, family: FaultFamily, depth: int, base: Trajectory, record: UnitRecord
+    ) -> UnitRecord:
+        ctx = FaultContext(
+            trajectory=base, question=question, corpus=self.corpus, adapter=self.env.adapter, seed=self.seed
+        )
+        plan = plan_fault(family, ctx, depth, persistent=self.persistent)
+        record = record.model_copy(
+            update={
+                "status": plan.status,
+                "injected_hop": plan.injected_hop,
+                "stage": plan.stage,
+                "reason": plan.reason,
+            }
+        )
+        if plan.status != "ready":
+            return record
+        fork = self._fork(base, question, depth, plan, record.key)
+        assert plan.label is not None and plan.intervention is not None
+        outcome = outcome_of(fork.answer, question)
+        self.store.annotate(
+            fork.run_id,
+            outcome=Outcome.SUCCESS if outcome == "recovered" else Outcome.FAILURE,
+            reference=question.answer,
+        )
+        update: dict[str, Any] = {
+            "status": "done",
+            "fork_run_id": fork.run_id,
+            "fork_answer": fork.answer,
+            "label": plan.label,
+            "intervention": plan.intervention.model_dump(mode="json"),
+            "outcome": outcome,
+        }
+        corruption = plan.label.corruption
+        if corruption is not None:
+            update["content_outcome"] = content_outcome(fork.answer, question, corruption)
+            update["query_contamination"] = query_contaminated(fork, corruption, plan.label.injected_hop)
+        return record.model_copy(update=update)
+
+    def _fork(self, base: Trajectory, question: Question, depth: int, plan: FaultPlan, key: str) -> Trajectory:
+        assert plan.label is not None and plan.intervention is not None
+        intervention = plan.intervention
+        labels = {
+            "fault": plan.label.model_dump(mode="json"),
+            "question_id": question.id,
+            "depth": depth,
+            UNIT_LABEL: key,
+        }
+        kwargs: dict[str, Any] = {
+            "hop": intervention.hop,
+            "node": intervention.node,
+            "update": _replace_with(intervention.values),
+            "mode": "regenerate",
+            "intervention_kind": intervention.kind,
+            "labels": labels,
+        }
+        if not plan.upserts:
+            return self.env.backend.fork(base.run_id, **kwargs)
+        if self.env.scoped_index is None:
+            raise ValueError(
+                "persistent faults need the agent to search a ScopedIndex (SweepEnvironment.scoped_index)"
+            )
+        private = corrupted_copy(self.env.scoped_index.base, plan.upserts)
+        with self.env.scoped_index.override(private):
+            return self.env.backend.fork(base.run_id, **kwargs)
+
+
+def _error_text(exc: BaseException) -> str:
+    tail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-3:])
+    return f"{type(exc).__name__}: {exc}\n{tail}".strip()
+
+
+def _check(depths: Sequence[int], families: Sequence[str], workers: int) -> None:
+    if not depths:
+        raise ValueError("depths is empty; give at least one hop, e.g. [1, 2, 3]")
+    bad = [d for d in depths if not isinstance(d, int) or isinstance(d, bool) or d < 1]
+    if bad:
+        raise ValueError(f"depths must be positive integers (1-based hops), got {bad}")
+    if not families:
+        raise ValueError("families is empty; give at least one fault family")
+    unknown = [f for f in families if f not in ALL_FAMILIES]
+    if unknown:
+        raise ValueError(f"unknown fault families {unknown}; expected some of {list(ALL_FAMILIES)}")
+    if not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+
+
+def run_sweep(
+    env: SweepEnvironment,
+    questions: Iterable[Question] | None = None,
+    *,
+    depths: Sequence[int] = (1, 2, 3),
+    families: Sequence[FaultFamily] = ALL_FAMILIES,
+    seed: int = 0,
+    persistent: bool = False,
+    workers: int = 2,
+    progress: bool = False,
+) -> SweepResult:
+    """Run (or resume) a sweep over ``questions`` (default: all of ``env.dataset``'s).
+
+    ``persistent`` also writes a content-corruption, false-premise or stale passage into a private
+    copy of the index for that fork (``env.scoped_index`` required). ``progress`` shows a rich
+    progress bar on stderr. Returns a :class:`SweepResult`; the records are in ``env.store``.
+    """
+    _check(depths, families, workers)
+    chosen = list(questions) if questions is not None else list(env.dataset.questions)
+    if not chosen:
+        raise ValueError("no questions to sweep")
+    if persistent and env.scoped_index is None:
+        raise ValueError("persistent faults need the agent to search a ScopedIndex (SweepEnvironment.scoped_index)")
+    start = time.perf_counter()
+    done = finished_keys(env.store)
+    statuses: Counter[str] = Counter()
+    records: list[UnitRecord] = []
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(
+        TextColumn("[bold]inject[/] {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        disable=not progress,
+    )
+
+    def on_unit(record: UnitRecord) -> None:
+        statuses[record.status] += 1
+        bar.update(task, advance=1, description=f"{record.question_id} {record.family} h{record.requested_hop}")
+
+    sweep = _Sweep(env, seed=seed, persistent=persistent, on_unit=on_unit)
+    plan: list[tuple[Question, list[tuple[FaultFamily, int]]]] = []
+    total = resumed = 0
+    for question in chosen:
+        pending = []
+        for depth in depths:
+            for family in families:
+                total += 1
+                if sweep.key(question, family, depth) in done:
+                    resumed += 1
+                else:
+                    pending.append((family, depth))
+        if pending:
+            plan.append((question, pending))
+    with bar:
+        task = bar.add_task("units", total=total - resumed)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fault-sweep") as pool:
+            for batch in pool.map(lambda item: sweep.run_question(*item), plan):
+                records.extend(batch)
+    return SweepResult(
+        dataset=env.dataset.name,
+        retriever=env.retriever,
+        seed=seed,
+        persistent=persistent,
+        families=list(families),
+        depths=list(depths),
+        questions=len(chosen),
+        units=total,
+        resumed=resumed,
+        statuses=dict(statuses),
+        base_runs=sweep.base_made,
+        base_correct=sweep.base_ok,
+        elapsed_s=round(time.perf_counter() - start, 3),
+        records=records,
+    )
+
+
+def iter_units(
+    store: SpanStore,
+    *,
+    families: Iterable[str] | None = None,
+    depths: Iterable[int] | None = None,
+    persistent: bool | None = None,
+    dataset: str | None = None,
+    retriever: str | None = None,
+) -> Iterator[FaultUnit]:
+    """Finished faulted units in ``store`` (status ``done``, so eligible and forked), in record order:
+    (base trajectory, faulted trajectory, FaultLabel, recovered, content outcome, question)."""
+    wanted_families = set(families) if families is not None else None
+    wanted_depths = set(depths) if depths is not None else None
+    for record in latest_records(store).values():
+        if record.status != "done" or record.label is None or record.fork_run_id is None:
+            continue
+        if wanted_families is not None and record.family not in wanted_families:
+            continue
+        if wanted_depths is not None and record.requested_hop not in wanted_depths:
+            continue
+        if persistent is not None and record.persistent != persistent:
+            continue
+        if dataset is not None and record.dataset != dataset:
+            continue
+        if retriever is not None and record.retriever != retriever:
+            continue
+        assert record.base_run_id is not None and record.question is not None
+        yield FaultUnit(
+            base=store.get_trajectory(record.base_run_id),
+            faulted=store.get_trajectory(record.fork_run_id),
+            label=record.label,
+            recovered=record.outcome == "recovered",
+            content_outcome=record.content_outcome,
+            question=Question.model_validate(record.question),
+        )

@@ -1,0 +1,224 @@
+"""Typed results of CausalFlow repair: proposals, probes, Causal Responsibility Scores, repairs.
+
+Every model here is JSON-serialisable (``model_dump(mode="json")``): the store keeps them as
+``repair`` / ``diagnosis`` records and ``causal-mw repair --json`` prints them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RepairCost(_Model):
+    """What a repair spent. ``naive_reexecutions`` is the exhaustive baseline: candidate steps x K."""
+
+    llm_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    reexecutions: int = Field(default=0, description="forks whose suffix was re-executed")
+    forks_reused: int = Field(default=0, description="probes answered from the fork cache")
+    duplicates_skipped: int = Field(default=0, description="proposals dropped as duplicates or no-ops")
+    naive_reexecutions: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def add_llm(self, calls: int = 1, input_tokens: int = 0, output_tokens: int = 0) -> None:
+        self.llm_calls += calls
+        self.input_tokens += input_tokens
+        self.output_tokens += output_tokens
+
+    def absorb(self, other: RepairCost) -> None:
+        """Add ``other``'s spending (not its naive baseline) to this one."""
+        self.llm_calls += other.llm_calls
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.reexecutions += other.reexecutions
+        self.forks_reused += other.forks_reused
+        self.duplicates_skipped += other.duplicates_skipped
+
+
+class Verdict(_Model):
+    """A verifier's judgement of one run's outcome. ``success`` is None when it could not judge."""
+
+    success: bool | None
+    feedback: str = ""
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    cost: RepairCost = Field(default_factory=RepairCost)
+
+
+class Proposal(_Model):
+    """One candidate replacement for a step's output (the ``values`` a fork puts there)."""
+
+    step_id: str
+    node: str
+    hop: int | None = None
+    langgraph_step: int | None = None
+    values: dict[str, Any]
+    source: str = Field(
+        description="who proposed it: offline:subquery | offline:evidence | offline:fact | llm"
+    )
+    description: str = ""
+    minimality: float | None = Field(default=None, description="against the step's original output")
+
+
+class ProposalBatch(_Model):
+    """A proposer's answer for one step: up to K proposals, the step's original output in the same
+    representation (what minimality compares against), and what proposing cost."""
+
+    proposals: list[Proposal] = Field(default_factory=list)
+    baseline: dict[str, Any] | None = Field(
+        default=None, description="the step's recorded output as the proposer would write it"
+    )
+    cost: RepairCost = Field(default_factory=RepairCost)
+    note: str | None = None
+
+
+class Probe(_Model):
+    """One proposal applied as a fork, suffix regenerated, outcome judged."""
+
+    proposal: Proposal
+    fork_run_id: str | None = None
+    success: bool | None = None
+    answer: str | None = None
+    feedback: str = ""
+    reused: bool = Field(default=False, description="answered from the fork cache, no re-execution")
+    error: str | None = None
+
+
+class StepScore(_Model):
+    """The Causal Responsibility Score of one candidate step.
+
+    ``crs`` is 1.0 when some proposal flipped the failure to success, 0.0 when none of the tested
+    proposals did, and None when the step was not tested (early stop or re-execution cap).
+    """
+
+    step_id: str
+    node: str
+    hop: int | None = None
+    langgraph_step: int | None = None
+    crs: float | None = None
+    flip_rate: float | None = Field(default=None, description="flips / proposals tested")
+    n_proposals: int = 0
+    n_tested: int = 0
+    n_flips: int = 0
+    skipped: str | None = Field(default=None, description="why the step was not (fully) tested")
+
+
+class CRSResult(_Model):
+    """Causal Responsibility Scores of a failed run's candidate steps, in causal order."""
+
+    run_id: str
+    k: int
+    baseline_success: bool | None = Field(description="the verifier's verdict on the original run")
+    baseline_feedback: str = ""
+    scores: list[StepScore] = Field(default_factory=list)
+    probes: list[Probe] = Field(default_factory=list)
+    cost: RepairCost = Field(default_factory=RepairCost)
+    stopped_early: bool = False
+    capped: bool = Field(default=False, description="the re-execution cap stopped the search")
+
+    @property
+    def flagged(self) -> list[StepScore]:
+        """Steps with CRS 1 (some proposal flipped the outcome), in causal order."""
+        return [s for s in self.scores if s.crs == 1.0]
+
+    def successful_probes(self, step_id: str | None = None) -> list[Probe]:
+        return [p for p in self.probes if p.success and (step_id is None or p.proposal.step_id == step_id)]
+
+    def score_of(self, step_id: str) -> StepScore:
+        for s in self.scores:
+            if s.step_id == step_id:
+                return s
+        raise KeyError(f"step {step_id!r} is not a candidate of run {self.run_id}")
+
+
+class OfflineValidation(_Model):
+    """Deterministic validation: the repair flips the outcome in ``m`` of ``n`` re-runs and the
+    repaired step is the only change between parent and fork up to the fork point."""
+
+    ran: bool = True
+    passed: bool
+    n_runs: int
+    min_flips: int
+    flips: int
+    fork_run_ids: list[str] = Field(default_factory=list)
+    only_change: bool
+    differences: list[str] = Field(default_factory=list, description="what else differed, if anything")
+    reason: str = ""
+
+
+class RoleJudgement(_Model):
+    role: Literal["proposer", "critic", "meta_critic"]
+    agree: bool | None = None
+    confidence: float | None = None
+    reason: str = ""
+
+
+class LLMValidation(_Model):
+    """Proposer / critic / meta-critic agreement on the attribution; retained at ``confidence >=
+    threshold`` (CausalFlow's default 0.5). ``ran=False`` with a reason when no model is configured."""
+
+    ran: bool
+    reason: str = ""
+    retained: bool | None = None
+    confidence: float | None = None
+    threshold: float = 0.5
+    judgements: list[RoleJudgement] = Field(default_factory=list)
+    cost: RepairCost = Field(default_factory=RepairCost)
+
+
+class ContrastivePair(_Model):
+    """(wrong step, corrected step) as a preference example: TRL's standard explicit-prompt shape."""
+
+    prompt: str
+    chosen: str
+    rejected: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Repair(_Model):
+    """The validated minimal repair of one failed run."""
+
+    run_id: str
+    step_id: str
+    node: str
+    hop: int | None = None
+    langgraph_step: int | None = None
+    original: Any = Field(description="the step's recorded output")
+    repaired: dict[str, Any] = Field(description="the values the fork put there")
+    source: str
+    description: str = ""
+    minimality: float
+    crs: float
+    fork_run_id: str | None = None
+    answer_before: str | None = None
+    answer_after: str | None = None
+    validation: OfflineValidation
+    llm_validation: LLMValidation
+    explanation: str = ""
+
+
+RepairStatus = Literal["repaired", "not_failed", "no_flip", "unvalidated"]
+
+
+class RepairResult(_Model):
+    """Everything ``repair_run`` found: the CRS search, the chosen repair (if any) and its cost."""
+
+    run_id: str
+    status: RepairStatus
+    repair: Repair | None = None
+    crs: CRSResult
+    rejected: list[Probe] = Field(
+        default_factory=list, description="successful probes that failed re-validation, most minimal first"
+    )
+    cost: RepairCost = Field(default_factory=RepairCost)
+    pair: ContrastivePair | None = None
+    explanation: str = ""

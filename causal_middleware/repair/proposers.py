@@ -1,0 +1,543 @@
+"""Proposers: K alternative outputs for one step of a failed run.
+
+* :class:`OfflineProposer` - deterministic, no model: draws alternatives from the environment
+  through an :class:`~causal_middleware.replay.adapter.AgentAdapter` (which knows which node
+  issues the sub-query, retrieves the evidence and extracts the fact) and an optional
+  :class:`~causal_middleware.retrieval.base.Index` (re-retrieval, restoring altered passages).
+* :class:`LLMProposer` - a chat model given the trace context, the failed step and the failure
+  feedback writes alternative outputs as JSON, sampled with temperature.
+
+Both return a :class:`~causal_middleware.repair.models.ProposalBatch`; the CRS core deduplicates,
+ranks by minimality and forks.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol, runtime_checkable
+
+from langchain_core.language_models import BaseChatModel
+from pydantic import BaseModel
+
+from causal_middleware.repair.llm import call_model, parse_json, render_trace, with_temperature
+from causal_middleware.repair.models import Proposal, ProposalBatch, RepairCost
+from causal_middleware.repair.render import canonical_json, render_output, shorten, to_jsonable
+from causal_middleware.replay.adapter import AgentAdapter
+from causal_middleware.retrieval.base import Index
+from causal_middleware.spans.model import Document, Intervention, NodeStep, Trajectory
+
+
+@runtime_checkable
+class Proposer(Protocol):
+    def propose(self, trajectory: Trajectory, step: NodeStep, k: int, *, feedback: str = "") -> ProposalBatch:
+        """Up to ``k`` alternative outputs for ``step`` of the failed ``trajectory``."""
+        ...
+
+
+# --- offline ----------------------------------------------------------------------------------
+
+ROLES = ("subquery", "evidence", "fact")
+_ENTITY = re.compile(r"\b[A-Z][\w'’-]*(?:[ ]+(?:(?:of|the|de|von|van|da|del|la|le)[ ]+)?[A-Z][\w'’-]*)*")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_WORD = re.compile(r"\w+")
+
+
+def entities(text: str) -> list[str]:
+    """Capitalised name spans of ``text`` (multi-word names kept together), in order, unique.
+
+    A span at the start of a sentence whose first word is a stop word is trimmed (``"The Acme"``
+    stays, ``"Where"`` alone does not count).
+    """
+    found: list[str] = []
+    for match in _ENTITY.finditer(text or ""):
+        span = match.group(0).strip()
+        words = span.split()
+        while words and words[0].lower() in _STOP:
+            words = words[1:]
+        span = " ".join(words)
+        if span and span not in found:
+            found.append(span)
+    return found
+
+
+_STOP = frozenset(
+    "a an the of in on at to for from by with and or is was were are be been who what which where "
+    "when why how whose whom did does do as it its this that these those".split()
+)
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text or "")} - _STOP
+
+
+def _similarity(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, a.lower(), b.lower()).ratio()
+
+
+class OfflineProposer:
+    """Deterministic proposals drawn from the environment, no model calls.
+
+    For a candidate step at hop ``h`` the proposer asks the adapter which role the step's node
+    plays there (issuing the sub-query, retrieving the evidence, extracting the fact) and proposes,
+    in this order of preference:
+
+    * **sub-query**: the recorded sub-query with a name swapped for an alias the run's evidence or
+      notes give ("X, also known as Y"); the sub-query with which a later hop of the run found a
+      fact for the same relation (a reformulation that worked, asked earlier); a name that is not
+      the question's own swapped for a similar name seen in the run (near-namesakes first); the
+      sub-query stripped of words found nowhere in the question or evidence (drift re-anchored);
+    * **evidence**: each passage restored to the index's current text when it differs; the
+      lowest-ranked passage replaced by the passage from which a later hop read its fact for the
+      same relation; the lowest-ranked passage replaced by the next re-retrieved hit for the hop's
+      sub-query; a fresh top-k re-retrieval (re-retrieval needs ``index``);
+    * **fact**: other candidate facts present in the hop's evidence (:func:`fact_candidates`):
+      a near-namesake of the recorded fact first, then names and numbers of the sentences that
+      share the most words with the sub-query.
+
+    Proposals equal to the recorded output are dropped; the first ``k`` distinct ones are returned.
+    """
+
+    def __init__(self, adapter: AgentAdapter, index: Index | None = None, *, top_k: int = 5) -> None:
+        if not isinstance(adapter, AgentAdapter):
+            raise TypeError(f"OfflineProposer needs an AgentAdapter, got {type(adapter).__name__}")
+        if top_k < 1:
+            raise ValueError(f"top_k must be >= 1, got {top_k}")
+        self.adapter = adapter
+        self.index = index
+        self.top_k = top_k
+
+    # -- roles ---------------------------------------------------------------------------------
+    def roles(self, trajectory: Trajectory, step: NodeStep) -> dict[str, Intervention]:
+        """The roles ``step`` plays, each with the adapter's identity intervention for it."""
+        if step.hop is None:
+            return {}
+        try:
+            hop = trajectory.hop(step.hop)
+        except KeyError:
+            return {}
+        probes: dict[str, Callable[[], Intervention]] = {
+            "subquery": lambda: self.adapter.subquery_update(trajectory, hop.index, hop.sub_query or ""),
+            "evidence": lambda: self.adapter.evidence_update(
+                trajectory, hop.index, [enrich(d, recorded_documents(trajectory)) for d in hop.documents]
+            ),
+            "fact": lambda: self.adapter.fact_update(trajectory, hop.index, recorded_fact(step) or ""),
+        }
+        found: dict[str, Intervention] = {}
+        for role, probe in probes.items():
+            try:
+                intervention = probe()
+            except (NotImplementedError, KeyError, ValueError, IndexError):
+                continue
+            if intervention.node != step.node:
+                continue
+            if intervention.langgraph_step is not None and step.langgraph_step is not None:
+                if intervention.langgraph_step != step.langgraph_step:
+                    continue
+            found[role] = intervention
+        return found
+
+    def propose(self, trajectory: Trajectory, step: NodeStep, k: int, *, feedback: str = "") -> ProposalBatch:
+        roles = self.roles(trajectory, step)
+        if not roles:
+            return ProposalBatch(note=f"the adapter gives node {step.node!r} no sub-query/evidence/fact role")
+        streams = [self._stream(role, trajectory, step) for role in ROLES if role in roles]
+        original = canonical_json(step.output) if isinstance(step.output, dict) else None
+        seen: set[str] = set()
+        proposals: list[Proposal] = []
+        for intervention, source, description in _interleave(streams):
+            key = canonical_json(intervention.values)
+            if key in seen or key == original:
+                continue
+            seen.add(key)
+            proposals.append(
+                Proposal(
+                    step_id=step.step_id,
+                    node=step.node or intervention.node or "",
+                    hop=step.hop,
+                    langgraph_step=step.langgraph_step,
+                    values=to_jsonable(intervention.values),
+                    source=source,
+                    description=description,
+                )
+            )
+            if len(proposals) >= k:
+                break
+        baseline = step.output if isinstance(step.output, dict) else None
+        return ProposalBatch(proposals=proposals, baseline=to_jsonable(baseline) if baseline else None)
+
+    def _stream(
+        self, role: str, trajectory: Trajectory, step: NodeStep
+    ) -> Iterator[tuple[Intervention, str, str]]:
+        hop = trajectory.hop(step.hop or 0)
+        if role == "subquery":
+            for query, why in self._subqueries(trajectory, hop.index):
+                yield self.adapter.subquery_update(trajectory, hop.index, query), "offline:subquery", why
+        elif role == "evidence":
+            for docs, why in self._evidence(trajectory, hop.index):
+                yield self.adapter.evidence_update(trajectory, hop.index, docs), "offline:evidence", why
+        elif role == "fact":
+            for fact, why in self._facts(trajectory, step):
+                yield self.adapter.fact_update(trajectory, hop.index, fact), "offline:fact", why
+
+    # -- strategies ------------------------------------------------------------------------------
+    def _subqueries(self, trajectory: Trajectory, hop_index: int) -> Iterator[tuple[str, str]]:
+        query = trajectory.hop(hop_index).sub_query or ""
+        names = entities(query)
+        aliases = alias_map(run_texts(trajectory))
+        for name in names:
+            for alias in aliases.get(name, []):
+                if alias not in query:
+                    yield query.replace(name, alias), f"sub-query names {name!r} by its alias {alias!r}"
+        for later in later_findings(trajectory, hop_index):
+            yield (
+                later.sub_query,
+                f"the sub-query with which hop {later.hop} found {later.fact!r}, asked at hop {hop_index}",
+            )
+        pool = [e for text in run_texts(trajectory) for e in entities(text)]
+        pool = list(dict.fromkeys(pool))
+        question = str(trajectory.input or "")
+        for name in names:
+            if name in question:  # the question's own entity is right by definition; only aliases apply
+                continue
+            ranked = sorted(
+                (c for c in pool if c != name and c not in query and _similarity(c, name) >= 0.5),
+                key=lambda c: (-_similarity(c, name), pool.index(c)),
+            )
+            for other in ranked:
+                yield query.replace(name, other), f"sub-query names {other!r} instead of {name!r}"
+        known = _words(
+            str(trajectory.input or "") + " " + " ".join(d.text for h in trajectory.hops for d in h.documents)
+        )
+        kept = [w for w in query.split() if _words(w) & known or not _words(w)]
+        if kept and len(kept) < len(query.split()):
+            yield " ".join(kept), "sub-query re-anchored on words of the question and the evidence"
+
+    def _evidence(self, trajectory: Trajectory, hop_index: int) -> Iterator[tuple[list[Document], str]]:
+        hop = trajectory.hop(hop_index)
+        recorded = recorded_documents(trajectory)
+        docs = [enrich(d, recorded) for d in hop.documents]
+        for i, doc in enumerate(docs if self.index is not None else []):
+            fresh = self._lookup(doc)
+            if fresh is not None and fresh.text != doc.text:
+                restored = docs[:i] + [fresh] + docs[i + 1 :]
+                yield restored, f"passage {doc.id!r} restored to the index's text"
+        present = {d.id for d in docs}
+        for later in later_findings(trajectory, hop_index):
+            for doc in later.documents:
+                if doc.id not in present and later.fact.lower() in doc.text.lower():
+                    doc = enrich(doc, recorded)
+                    swapped = docs[:-1] + [doc] if docs else [doc]
+                    yield (
+                        swapped,
+                        f"passage {doc.id!r}, which gave hop {later.hop} its fact {later.fact!r}, retrieved here",
+                    )
+                    break
+        if self.index is None:
+            return
+        query = hop.sub_query or str(trajectory.input or "")
+        hits = [_hit_document(h) for h in self.index.search(query, self.top_k * 2)]
+        new = [d for d in hits if d.id not in present]
+        if docs:
+            for doc in new:
+                yield docs[:-1] + [doc], f"passage {docs[-1].id!r} replaced by re-retrieved {doc.id!r}"
+        fresh_top = hits[: max(len(docs), self.top_k) if docs else self.top_k]
+        if fresh_top and [d.id for d in fresh_top] != [d.id for d in docs]:
+            yield fresh_top, f"evidence re-retrieved for {shorten(query, 80)!r}"
+
+    def _lookup(self, doc: Document) -> Document | None:
+        assert self.index is not None
+        query = f"{doc.metadata.get('title', '')} {doc.text}".strip()
+        for hit in self.index.search(query, self.top_k):
+            if hit.passage.id == doc.id:
+                return _hit_document(hit, score=doc.score)
+        return None
+
+    def _facts(self, trajectory: Trajectory, step: NodeStep) -> Iterator[tuple[str, str]]:
+        hop = trajectory.hop(step.hop or 0)
+        current = recorded_fact(step) or ""
+        for later in later_findings(trajectory, hop.index):
+            if later.fact != current:
+                yield later.fact, f"fact {later.fact!r}, which hop {later.hop} found for a similar sub-query"
+        for name in fact_candidates(hop.documents, hop.sub_query or "", current):
+            yield name, f"fact {name!r} read from the evidence instead of {current or 'nothing'!r}"
+
+
+class LaterFinding(BaseModel):
+    """A later hop of the run that asked a related sub-query and found a fact."""
+
+    hop: int
+    sub_query: str
+    fact: str
+    documents: list[Document]
+
+
+def later_findings(trajectory: Trajectory, hop_index: int) -> list[LaterFinding]:
+    """Later hops whose sub-query shares a non-name word with hop ``hop_index``'s (the same question,
+    reformulated, e.g. through an alias) and whose node outputs recorded a ``fact``: the run's own
+    evidence of what would have worked earlier. Nearest hop first."""
+    query = trajectory.hop(hop_index).sub_query or ""
+    relation = _relation_words(query)
+    found: list[LaterFinding] = []
+    for hop in trajectory.hops:
+        if hop.index <= hop_index or not hop.sub_query or hop.sub_query == query:
+            continue
+        if not relation & _relation_words(hop.sub_query):
+            continue
+        fact = next(
+            (
+                f
+                for s in trajectory.steps
+                if isinstance(s, NodeStep)
+                and s.hop == hop.index
+                and isinstance(f := _find_key(s.output, "fact"), str)
+            ),
+            None,
+        )
+        if fact and fact.strip().upper() not in ("NONE", "NOT FOUND", "UNKNOWN"):
+            found.append(
+                LaterFinding(hop=hop.index, sub_query=hop.sub_query, fact=fact, documents=list(hop.documents))
+            )
+    return found
+
+
+def _relation_words(query: str) -> set[str]:
+    names = {w.lower() for n in entities(query) for w in _WORD.findall(n)}
+    return _words(query) - names
+
+
+def run_texts(trajectory: Trajectory) -> list[str]:
+    """Every text of the run: the question, the evidence, and the string leaves of node outputs
+    (notes an agent wrote, facts it read)."""
+    texts = [str(trajectory.input or "")]
+    texts.extend(d.text for h in trajectory.hops for d in h.documents)
+    for step in trajectory.steps:
+        if isinstance(step, NodeStep) and step.output is not None:
+            texts.extend(t for t in render_output(step.output).splitlines() if len(t) < 300)
+    return texts
+
+
+_NAME = r"[A-Z][\w'’-]*(?:[ ]+[A-Z][\w'’-]*)*"
+_ALIAS_PATTERNS = (
+    re.compile(rf"({_NAME}),? (?:is |was )?(?:also )?known as ({_NAME})"),
+    re.compile(rf"({_NAME}) \((?:also known as|aka|a\.k\.a\.) ({_NAME})\)"),
+)
+
+
+def alias_map(texts: list[str]) -> dict[str, list[str]]:
+    """Name -> its aliases, both directions, from phrases like "X, also known as Y" and
+    "X is also known as Y" anywhere in ``texts``; aliases in first-seen order."""
+    aliases: dict[str, list[str]] = {}
+    for text in texts:
+        for pattern in _ALIAS_PATTERNS:
+            for match in pattern.finditer(text):
+                a, b = (" ".join(w for w in g.split() if w.lower() not in _STOP) for g in match.groups())
+                if not a or not b or a == b:
+                    continue
+                for x, y in ((a, b), (b, a)):
+                    if y not in aliases.setdefault(x, []):
+                        aliases[x].append(y)
+    return aliases
+
+
+def recorded_fact(step: NodeStep) -> str | None:
+    """The fact a node step recorded: its output when a string; else the string under a ``fact``
+    key anywhere in its output (the first one); else the single string value of its output dict."""
+    output = step.output
+    if isinstance(output, str):
+        return output
+    found = _find_key(output, "fact")
+    if isinstance(found, str):
+        return found
+    if isinstance(output, dict):
+        strings = [v for v in output.values() if isinstance(v, str)]
+        if len(strings) == 1:
+            return strings[0]
+    return None
+
+
+def _find_key(value: Any, key: str) -> Any:
+    if isinstance(value, dict):
+        if key in value:
+            return value[key]
+        items = list(value.values())
+    elif isinstance(value, list):
+        items = value
+    else:
+        return None
+    for item in items:
+        found = _find_key(item, key)
+        if found is not None:
+            return found
+    return None
+
+
+_NUMBER = re.compile(r"\b\d[\d,]*(?:\.\d+)?\b")
+
+
+def fact_candidates(documents: list[Document], sub_query: str, current: str = "") -> list[str]:
+    """Values the evidence could answer ``sub_query`` with, most plausible first.
+
+    Candidates are the names and numbers of every sentence: multi-word capitalised spans,
+    single capitalised words not opening a sentence (or that are a passage title), and numbers.
+    Names in the sub-query (its subject) and the recorded fact are left out. Order: a
+    near-namesake of the recorded fact first (a one-letter slip is the likeliest misreading), then
+    by how many words of the sub-query the sentence shares, then evidence order.
+    """
+    query_words = _words(sub_query)
+    query_names = {n.lower() for n in entities(sub_query)}
+    titles = {str(d.metadata.get("title", "")).strip() for d in documents} - {""}
+    ranked: dict[str, tuple[int, int, int]] = {}
+    order = 0
+    for doc in documents:
+        for sentence in _SENTENCE.split(doc.text):
+            if not sentence.strip():
+                continue
+            overlap = len(_words(sentence) & query_words)
+            for span in _sentence_spans(sentence, titles):
+                if span.lower() in query_names or span == current or span in ranked:
+                    continue
+                near = int(bool(current) and _similarity(span, current) >= 0.75)
+                ranked[span] = (-near, -overlap, order)
+                order += 1
+    return sorted(ranked, key=lambda span: ranked[span])
+
+
+def _sentence_spans(sentence: str, titles: set[str]) -> list[str]:
+    spans: list[str] = []
+    for match in _ENTITY.finditer(sentence):
+        words = match.group(0).split()
+        while words and words[0].lower() in _STOP:
+            words = words[1:]
+        span = " ".join(words)
+        opening = not sentence[: match.start()].strip()
+        if not span or (len(words) == 1 and opening and span not in titles):
+            continue
+        spans.append(span)
+    spans.extend(m.group(0).rstrip(",") for m in _NUMBER.finditer(sentence))
+    return spans
+
+
+def recorded_documents(trajectory: Trajectory) -> dict[str, dict[str, Any]]:
+    """Document-shaped dicts (an ``id`` and a ``text``/``page_content``) found in the run's node
+    outputs, by id: what the agent's state really held, fields a span may not carry included."""
+    found: dict[str, dict[str, Any]] = {}
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            if isinstance(value.get("id"), str) and isinstance(
+                value.get("text", value.get("page_content")), str
+            ):
+                found.setdefault(value["id"], value)
+                return
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    for step in trajectory.steps:
+        if isinstance(step, NodeStep):
+            walk(step.output)
+    return found
+
+
+def enrich(doc: Document, recorded: dict[str, dict[str, Any]]) -> Document:
+    """``doc`` with the scalar fields its recorded dict has (``title``, ``date``, ...) added to its
+    metadata when missing, so an adapter rebuilding the agent's documents loses nothing."""
+    extra = {
+        k: v
+        for k, v in recorded.get(doc.id, {}).items()
+        if k not in ("id", "text", "page_content", "score", "metadata")
+        and k not in doc.metadata
+        and isinstance(v, str | int | float | bool)
+    }
+    return doc.model_copy(update={"metadata": {**doc.metadata, **extra}}) if extra else doc
+
+
+def _hit_document(hit: Any, score: float | None = None) -> Document:
+    passage = hit.passage
+    metadata: dict[str, Any] = {"title": passage.title} if passage.title else {}
+    if passage.date is not None:
+        metadata["date"] = passage.date.isoformat()
+    return Document(
+        id=passage.id, text=passage.text, score=hit.score if score is None else score, metadata=metadata
+    )
+
+
+def _interleave(streams: list[Iterator[Any]]) -> Iterator[Any]:
+    active = list(streams)
+    while active:
+        for stream in list(active):
+            try:
+                yield next(stream)
+            except StopIteration:
+                active.remove(stream)
+
+
+# --- LLM ----------------------------------------------------------------------------------------
+
+_PROPOSER_SYSTEM = (
+    "You repair failed runs of an AI agent. One step of the run may have produced a wrong output. "
+    "Propose alternative outputs for that step that would let the agent succeed, changing as "
+    "little as possible. Reply with JSON only: a list of objects, each with exactly the keys of "
+    "the step's original output, no prose."
+)
+
+
+class LLMProposer:
+    """A chat model proposes ``k`` alternative outputs for a step (one call, sampled at
+    ``temperature``), given the trace up to the step, the step's output and the failure feedback.
+
+    Replies are parsed robustly; proposals that are not objects with the original output's keys
+    are dropped (counted in ``ProposalBatch.note``).
+    """
+
+    def __init__(self, model: BaseChatModel, *, temperature: float = 0.7, trace_limit: int = 400) -> None:
+        if not isinstance(model, BaseChatModel):
+            raise TypeError(f"LLMProposer needs a LangChain chat model, got {type(model).__name__}")
+        self.model = with_temperature(model, temperature)
+        self.temperature = temperature
+        self.trace_limit = trace_limit
+
+    def propose(self, trajectory: Trajectory, step: NodeStep, k: int, *, feedback: str = "") -> ProposalBatch:
+        cost = RepairCost()
+        original = to_jsonable(step.output)
+        if not isinstance(original, dict):
+            original = {"output": original}
+        user = (
+            f"Trace before the step:\n{render_trace(trajectory, upto=step.step_id, limit=self.trace_limit)}\n\n"
+            f"Step: node {step.node!r}, hop {step.hop}, langgraph step {step.langgraph_step}\n"
+            f"Its output: {json.dumps(original, ensure_ascii=False)}\n"
+            f"Run's final answer: {trajectory.answer!r}\n"
+            f"Failure feedback: {feedback or 'the run failed'}\n\n"
+            f"Give {k} different alternative outputs for this step."
+        )
+        text = call_model(self.model, _PROPOSER_SYSTEM, user, cost)
+        try:
+            data = parse_json(text)
+        except ValueError as exc:
+            return ProposalBatch(baseline=original, cost=cost, note=str(exc))
+        items = data if isinstance(data, list) else [data]
+        proposals: list[Proposal] = []
+        dropped = 0
+        for item in items:
+            if not isinstance(item, dict) or not item or not set(item) <= set(original):
+                dropped += 1
+                continue
+            values = {**original, **item}
+            proposals.append(
+                Proposal(
+                    step_id=step.step_id,
+                    node=step.node or "",
+                    hop=step.hop,
+                    langgraph_step=step.langgraph_step,
+                    values=to_jsonable(values),
+                    source="llm",
+                    description=f"LLM proposal (temperature {self.temperature})",
+                )
+            )
+        note = f"{dropped} malformed proposal(s) dropped" if dropped else None
+        return ProposalBatch(proposals=proposals[:k], baseline=original, cost=cost, note=note)

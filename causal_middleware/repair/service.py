@@ -1,0 +1,262 @@
+"""``repair_run``: CRS search, minimal repair, validation, explanation, contrastive pair, records.
+
+The orchestration of CausalFlow repair for one failed run:
+
+1. :func:`~causal_middleware.repair.crs.compute_crs` finds the steps whose change flips the run;
+2. the successful proposals are ranked by minimality (most minimal first) and the first one that
+   passes offline validation (re-run ``m`` of ``n`` times, only change up to the fork point) and,
+   when an :class:`~causal_middleware.repair.validate.LLMValidator` is configured, is retained by
+   it, becomes the repair;
+3. the result (with an explanation and the contrastive pair) is written to the store as a
+   ``repair`` record, and the CRS attribution as a ``diagnosis`` record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from causal_middleware.repair.crs import ForkCache, compute_crs
+from causal_middleware.repair.models import (
+    CRSResult,
+    LLMValidation,
+    Probe,
+    Repair,
+    RepairCost,
+    RepairResult,
+)
+from causal_middleware.repair.pairs import build_pair
+from causal_middleware.repair.proposers import Proposer
+from causal_middleware.repair.render import render_output, shorten
+from causal_middleware.repair.validate import LLMValidator, llm_validation_not_run, validate_offline
+from causal_middleware.repair.verifiers import Verifier, as_verifier
+from causal_middleware.replay.protocol import ForkBackend
+from causal_middleware.spans.model import NodeStep, Trajectory
+
+
+class RepairConfig(BaseModel):
+    """Knobs of ``repair_run``. ``max_reexecutions`` caps the CRS search's forks; validation adds
+    ``validation_runs`` re-executions per repair candidate it checks (at most ``max_candidates``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    k: int = Field(default=3, ge=1, description="proposals per candidate step")
+    early_stop: bool = True
+    max_reexecutions: int | None = Field(default=None, ge=0)
+    candidates: list[str] | None = Field(default=None, description="step ids or node names to probe")
+    respect_lineage: bool = Field(
+        default=True, description="a fork's steps before its fork point are not probed"
+    )
+    validation_runs: int = Field(default=3, ge=1, description="n: re-runs of the repair")
+    validation_min_flips: int = Field(default=2, ge=1, description="m: re-runs that must succeed")
+    max_candidates: int = Field(default=3, ge=1, description="successful proposals to try validating")
+
+
+def repair_run(
+    run: str | Trajectory,
+    *,
+    backend: ForkBackend,
+    proposer: Proposer,
+    verifier: Verifier | Callable[..., bool | None],
+    store: Any = None,
+    config: RepairConfig | None = None,
+    llm_validator: LLMValidator | None = None,
+    cache: ForkCache | None = None,
+    write: bool = True,
+) -> RepairResult:
+    """Find, validate and explain the minimal repair of one failed run.
+
+    ``run`` is a run id (read from ``store``) or a trajectory. With ``write`` and a ``store``, the
+    result is kept as a ``repair`` record and the attribution as a ``diagnosis`` record.
+    """
+    cfg = config or RepairConfig()
+    if cfg.validation_min_flips > cfg.validation_runs:
+        raise ValueError(
+            f"validation_min_flips ({cfg.validation_min_flips}) exceeds validation_runs ({cfg.validation_runs})"
+        )
+    if isinstance(run, Trajectory):
+        trajectory = run
+    else:
+        if store is None:
+            raise ValueError("repair_run needs a store to read run ids from (or pass a Trajectory)")
+        trajectory = store.get_trajectory(run)
+    checker = as_verifier(verifier)
+    crs = compute_crs(
+        trajectory,
+        backend,
+        proposer,
+        checker,
+        k=cfg.k,
+        candidates=cfg.candidates,
+        early_stop=cfg.early_stop,
+        max_reexecutions=cfg.max_reexecutions,
+        cache=cache,
+        respect_lineage=cfg.respect_lineage,
+    )
+    cost = crs.cost.model_copy()
+    result = RepairResult(run_id=trajectory.run_id, status="no_flip", crs=crs, cost=cost)
+    if crs.baseline_success is True:
+        result.status = "not_failed"
+        result.explanation = f"Run {trajectory.run_id} did not fail: {crs.baseline_feedback}"
+    else:
+        ranked = sorted(crs.successful_probes(), key=lambda p: -(p.proposal.minimality or 0.0))
+        for probe in ranked[: cfg.max_candidates]:
+            validation = validate_offline(
+                trajectory,
+                probe.proposal,
+                backend,
+                checker,
+                n=cfg.validation_runs,
+                m=cfg.validation_min_flips,
+                cost=cost,
+            )
+            llm = (
+                llm_validator.validate(trajectory, probe)
+                if llm_validator is not None
+                else llm_validation_not_run()
+            )
+            cost.absorb(llm.cost)
+            if not validation.passed or (llm.ran and not llm.retained):
+                result.rejected.append(probe)
+                continue
+            result.repair = _repair(trajectory, crs, probe, validation, llm)
+            result.status = "repaired"
+            break
+        else:
+            result.status = "unvalidated" if ranked else "no_flip"
+        result.explanation = explain(trajectory, result)
+        if result.repair is not None:
+            result.repair.explanation = result.explanation
+            result.pair = build_pair(trajectory, result.repair)
+    if write and store is not None:
+        store.put_record("diagnosis", trajectory.run_id, diagnosis_record(crs))
+        store.put_record("repair", trajectory.run_id, result.model_dump(mode="json"))
+    return result
+
+
+def _repair(
+    trajectory: Trajectory, crs: CRSResult, probe: Probe, validation: Any, llm: LLMValidation
+) -> Repair:
+    proposal = probe.proposal
+    step = next(s for s in trajectory.steps if s.step_id == proposal.step_id)
+    original = step.output if isinstance(step, NodeStep) else None
+    return Repair(
+        run_id=trajectory.run_id,
+        step_id=proposal.step_id,
+        node=proposal.node,
+        hop=proposal.hop,
+        langgraph_step=proposal.langgraph_step,
+        original=original,
+        repaired=proposal.values,
+        source=proposal.source,
+        description=proposal.description,
+        minimality=proposal.minimality or 0.0,
+        crs=crs.score_of(proposal.step_id).crs or 0.0,
+        fork_run_id=probe.fork_run_id,
+        answer_before=trajectory.answer,
+        answer_after=probe.answer,
+        validation=validation,
+        llm_validation=llm,
+    )
+
+
+def diagnosis_record(crs: CRSResult) -> dict[str, Any]:
+    """The ``diagnosis`` record of a CRS search: the blamed step (earliest flagged) and all scores."""
+    flagged = crs.flagged
+    top = flagged[0] if flagged else None
+    return {
+        "method": "crs",
+        "run_id": crs.run_id,
+        "step_id": top.step_id if top else None,
+        "node": top.node if top else None,
+        "hop": top.hop if top else None,
+        "langgraph_step": top.langgraph_step if top else None,
+        "scores": [s.model_dump(mode="json") for s in crs.scores],
+        "cost": crs.cost.model_dump(mode="json"),
+        "stopped_early": crs.stopped_early,
+        "capped": crs.capped,
+    }
+
+
+def explain(trajectory: Trajectory, result: RepairResult) -> str:
+    """A few sentences on what failed, which step is to blame, what the repair changes and why it
+    is trusted (or why there is no repair)."""
+    crs = result.crs
+    cost = result.cost
+    spent = (
+        f"Search cost: {crs.cost.reexecutions} re-executions (exhaustive: {cost.naive_reexecutions}), "
+        f"{cost.reexecutions} in all with validation, {cost.llm_calls} LLM calls, {cost.total_tokens} tokens."
+    )
+    head = f"Run {trajectory.run_id} failed: {crs.baseline_feedback or 'judged a failure'}."
+    repair = result.repair
+    if repair is None:
+        tested = sum(s.n_tested for s in crs.scores)
+        if result.status == "unvalidated":
+            why = (
+                f"{len(result.rejected)} proposal(s) flipped the outcome once but failed re-validation "
+                f"({result.rejected[0].proposal.node} at hop {result.rejected[0].proposal.hop})."
+                if result.rejected
+                else "No flipping proposal could be validated."
+            )
+        else:
+            why = f"None of the {tested} proposals tested on {len(crs.scores)} candidate steps flipped the outcome."
+        if crs.capped:
+            why += " The re-execution cap stopped the search."
+        return f"{head} {why} {spent}"
+    where = f"hop {repair.hop}" if repair.hop is not None else "outside any hop"
+    validation = repair.validation
+    llm = repair.llm_validation
+    llm_text = (
+        f" Multi-agent validation: confidence {llm.confidence} ({llm.reason})."
+        if llm.ran
+        else f" Multi-agent validation {llm.reason}."
+    )
+    return (
+        f"{head} Step {repair.node!r} ({where}, langgraph step {repair.langgraph_step}) is responsible "
+        f"(CRS {repair.crs:g}): replacing its output {shorten(render_output(repair.original), 120)!r} with "
+        f"{shorten(render_output(repair.repaired), 120)!r} ({repair.description or repair.source}) makes the agent "
+        f"answer {repair.answer_after!r} instead of {repair.answer_before!r}. The repair flipped the outcome in "
+        f"{validation.flips} of {validation.n_runs} re-runs and is the only change before the fork point; "
+        f"minimality {repair.minimality:.3f}.{llm_text} {spent}"
+    )
+
+
+class RepairService:
+    """``repair_run`` with its collaborators bound: what the CLI and the on-failure queue call."""
+
+    def __init__(
+        self,
+        *,
+        backend: ForkBackend,
+        proposer: Proposer,
+        verifier: Verifier | Callable[..., bool | None],
+        store: Any = None,
+        config: RepairConfig | None = None,
+        llm_validator: LLMValidator | None = None,
+        cache: ForkCache | None = None,
+    ) -> None:
+        self.backend = backend
+        self.proposer = proposer
+        self.verifier = as_verifier(verifier)
+        self.store = store
+        self.config = config or RepairConfig()
+        self.llm_validator = llm_validator
+        self.cache = cache if cache is not None else ForkCache()
+
+    def repair(self, run: str | Trajectory, *, write: bool = True) -> RepairResult:
+        return repair_run(
+            run,
+            backend=self.backend,
+            proposer=self.proposer,
+            verifier=self.verifier,
+            store=self.store,
+            config=self.config,
+            llm_validator=self.llm_validator,
+            cache=self.cache,
+            write=write,
+        )
+
+
+__all__ = ["RepairConfig", "RepairCost", "RepairService", "diagnosis_record", "explain", "repair_run"]

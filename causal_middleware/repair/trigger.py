@@ -1,0 +1,315 @@
+"""Repair on failure: a bounded background queue that judges finished runs and repairs failed ones.
+
+The user's thread only ever calls :meth:`RepairQueue.submit`, which never blocks: when the queue
+is full the run is dropped and counted. A daemon worker thread reads the run from the store, asks
+a :class:`FailureJudge` whether it failed (a verifier on its answer, or any detector with a
+``judge`` method, e.g. the context package's dissatisfaction detector), and for a failed run runs
+the bound :class:`~causal_middleware.repair.service.RepairService` (which writes ``diagnosis`` and
+``repair`` records to the store). It then emits a ``repair`` span and a ``diagnosis`` child span
+in a new trace, each with an OTel Link to the failed run's root span. Errors in the worker are
+swallowed and counted (``causal_middleware.spans.health``), never raised into the agent.
+"""
+
+from __future__ import annotations
+
+import collections
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Link, SpanContext, TraceFlags
+from pydantic import BaseModel
+
+from causal_middleware.repair.models import RepairResult
+from causal_middleware.repair.verifiers import Verifier, as_verifier
+from causal_middleware.spans import attributes as A
+from causal_middleware.spans.health import health
+from causal_middleware.spans.model import Outcome, Trajectory
+
+TRACER_NAME = "causal_middleware.repair"
+
+
+class Judgement(BaseModel):
+    """Whether a run failed (None: cannot tell, treated as not failed) and why."""
+
+    failed: bool | None
+    reason: str = ""
+
+
+@runtime_checkable
+class FailureJudge(Protocol):
+    def judge(self, trajectory: Trajectory) -> Judgement:
+        """Decide whether ``trajectory`` failed."""
+        ...
+
+
+class VerifierJudge:
+    """A verifier as a failure judge: failed when the verifier says the run did not succeed."""
+
+    def __init__(self, verifier: Verifier | Callable[..., bool | None]) -> None:
+        self.verifier = as_verifier(verifier)
+
+    def judge(self, trajectory: Trajectory) -> Judgement:
+        verdict = self.verifier.verify(trajectory)
+        failed = None if verdict.success is None else not verdict.success
+        return Judgement(failed=failed, reason=verdict.feedback)
+
+
+class OutcomeJudge:
+    """Failed when the run's recorded outcome (e.g. annotated by the application) is ``failure``."""
+
+    def judge(self, trajectory: Trajectory) -> Judgement:
+        if trajectory.outcome is None or trajectory.outcome == Outcome.UNKNOWN:
+            return Judgement(failed=None, reason="the run has no recorded outcome")
+        failed = trajectory.outcome == Outcome.FAILURE
+        return Judgement(failed=failed, reason=f"recorded outcome {trajectory.outcome.value}")
+
+
+def as_judge(obj: FailureJudge | Verifier | Callable[..., bool | None]) -> FailureJudge:
+    """``obj`` when it is a judge; a verifier (or ``callable(answer) -> bool``, True meaning
+    success) becomes a :class:`VerifierJudge`."""
+    if isinstance(obj, FailureJudge):
+        return obj
+    return VerifierJudge(obj)
+
+
+class QueueStats(BaseModel):
+    submitted: int = 0
+    dropped: int = 0
+    processed: int = 0
+    judged_failed: int = 0
+    judged_ok: int = 0
+    undecided: int = 0
+    repaired: int = 0
+    errors: int = 0
+
+
+_STOP = object()
+
+
+class RepairQueue:
+    """A bounded queue of finished runs and the daemon worker that judges and repairs them.
+
+    ``repairer`` is a :class:`~causal_middleware.repair.service.RepairService` (or any object
+    with ``repair(trajectory) -> RepairResult``, or a plain callable doing the same). ``store``
+    is where runs are read (default: the repairer's ``store``). ``tracer_provider`` receives the
+    repair spans (default: the global provider). ``on_result(run_id, judgement, result)`` is
+    called in the worker after each run (``result`` is None for runs judged not failed).
+    """
+
+    def __init__(
+        self,
+        repairer: Any,
+        *,
+        judge: FailureJudge | Verifier | Callable[..., bool | None],
+        store: Any = None,
+        maxsize: int = 16,
+        tracer_provider: Any = None,
+        on_result: Callable[[str, Judgement, RepairResult | None], None] | None = None,
+        fetch_attempts: int = 5,
+        keep_results: int = 100,
+    ) -> None:
+        if maxsize < 1:
+            raise ValueError(f"maxsize must be >= 1, got {maxsize}")
+        self._repair = _repair_callable(repairer)
+        self.judge = as_judge(judge)
+        found = store if store is not None else getattr(repairer, "store", None)
+        if found is None:
+            raise ValueError("RepairQueue needs a store to read finished runs from")
+        self.store: Any = found
+        self.tracer_provider = tracer_provider
+        self.on_result = on_result
+        self.fetch_attempts = max(1, fetch_attempts)
+        self.stats = QueueStats()
+        self.results: collections.deque[RepairResult] = collections.deque(maxlen=keep_results)
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=maxsize)
+        self._lock = threading.Lock()
+        self._closed = False
+        self._thread = threading.Thread(target=self._work, name="causal-repair-worker", daemon=True)
+        self._thread.start()
+
+    # --- the user's side ---------------------------------------------------------------------
+    def submit(self, run_id: str) -> bool:
+        """Enqueue a finished run; never blocks. Returns False (and counts a drop) when the queue
+        is full or closed."""
+        with self._lock:
+            self.stats.submitted += 1
+            if self._closed:
+                self.stats.dropped += 1
+                return False
+        try:
+            self._queue.put_nowait(run_id)
+        except queue.Full:
+            with self._lock:
+                self.stats.dropped += 1
+            return False
+        return True
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until every submitted run has been handled; False when ``timeout`` ran out first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._queue.all_tasks_done:
+            while self._queue.unfinished_tasks:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._queue.all_tasks_done.wait(remaining)
+        return True
+
+    def close(self, timeout: float | None = 5.0) -> None:
+        """Stop accepting runs, let the worker finish what is queued, and stop it."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        try:
+            self._queue.put(_STOP, timeout=timeout)
+        except queue.Full:
+            return
+        self._thread.join(timeout)
+
+    @property
+    def pending(self) -> int:
+        return self._queue.qsize()
+
+    # --- the worker's side -------------------------------------------------------------------
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is _STOP:
+                    return
+                self._handle(item)
+            except Exception as exc:  # fail-open: never let the worker die
+                with self._lock:
+                    self.stats.errors += 1
+                health.record_error("repair.queue", exc)
+            finally:
+                self._queue.task_done()
+
+    def _handle(self, run_id: str) -> None:
+        trajectory = self._fetch(run_id)
+        judgement = self.judge.judge(trajectory)
+        with self._lock:
+            self.stats.processed += 1
+            if judgement.failed is None:
+                self.stats.undecided += 1
+            elif judgement.failed:
+                self.stats.judged_failed += 1
+            else:
+                self.stats.judged_ok += 1
+        if not judgement.failed:
+            if self.on_result is not None:
+                self.on_result(run_id, judgement, None)
+            return
+        if trajectory.outcome in (None, Outcome.UNKNOWN):
+            self.store.annotate(run_id, outcome=Outcome.FAILURE)
+            trajectory = trajectory.model_copy(update={"outcome": Outcome.FAILURE})
+        result = self._repair(trajectory)
+        self.results.append(result)
+        with self._lock:
+            self.stats.repaired += int(result.status == "repaired")
+        emit_repair_spans(self._tracer(), result, root_span_id(self.store, run_id))
+        if self.on_result is not None:
+            self.on_result(run_id, judgement, result)
+
+    def _fetch(self, run_id: str) -> Trajectory:
+        provider = self.tracer_provider
+        if provider is not None and hasattr(provider, "force_flush"):
+            provider.force_flush()
+        delay = 0.02
+        for attempt in range(self.fetch_attempts):
+            try:
+                return self.store.get_trajectory(run_id)
+            except KeyError:
+                if attempt == self.fetch_attempts - 1:
+                    raise
+                time.sleep(delay)  # spans of a just-finished run may still be in an exporter batch
+                delay *= 2
+        raise KeyError(run_id)  # unreachable; keeps type checkers content
+
+    def _tracer(self) -> trace.Tracer:
+        if self.tracer_provider is not None:
+            return self.tracer_provider.get_tracer(TRACER_NAME)
+        return trace.get_tracer(TRACER_NAME)
+
+
+def _repair_callable(repairer: Any) -> Callable[[Trajectory], RepairResult]:
+    if hasattr(repairer, "repair") and callable(repairer.repair):
+        return repairer.repair
+    if callable(repairer):
+        return repairer
+    raise TypeError(
+        f"repairer must have a repair(trajectory) method or be callable, got {type(repairer).__name__}"
+    )
+
+
+def root_span_id(store: Any, run_id: str) -> str | None:
+    """The span id of a stored run's root span (the run span, else the first span without parent)."""
+    try:
+        spans = store.get_spans(run_id)
+    except KeyError:
+        return None
+    runs = [s for s in spans if s.attributes.get(A.CAUSAL_SPAN_TYPE) == "run"]
+    roots = runs or [s for s in spans if s.parent_span_id is None]
+    return roots[0].span_id if roots else None
+
+
+def emit_repair_spans(tracer: trace.Tracer, result: RepairResult, root: str | None) -> None:
+    """A ``repair`` span (and a ``diagnosis`` child) in a new trace, linked to the failed run."""
+    links = []
+    if root is not None:
+        context = SpanContext(
+            trace_id=int(result.run_id, 16),
+            span_id=int(root, 16),
+            is_remote=True,
+            trace_flags=TraceFlags(TraceFlags.SAMPLED),
+        )
+        links.append(Link(context, {A.CAUSAL_REPAIR_RUN_ID: result.run_id}))
+    repair = result.repair
+    attrs: dict[str, Any] = {
+        A.CAUSAL_SPAN_TYPE: "repair",
+        A.OPENINFERENCE_SPAN_KIND: "EVALUATOR",
+        A.CAUSAL_REPAIR_RUN_ID: result.run_id,
+        A.CAUSAL_REPAIR_STATUS: result.status,
+        A.CAUSAL_REPAIR_REEXECUTIONS: result.cost.reexecutions,
+        A.CAUSAL_REPAIR_NAIVE_REEXECUTIONS: result.cost.naive_reexecutions,
+        A.CAUSAL_REPAIR_LLM_CALLS: result.cost.llm_calls,
+        A.CAUSAL_REPAIR_EXPLANATION: result.explanation,
+    }
+    if repair is not None:
+        attrs.update(
+            {
+                A.CAUSAL_REPAIR_STEP_ID: repair.step_id,
+                A.CAUSAL_NODE: repair.node,
+                A.CAUSAL_REPAIR_MINIMALITY: repair.minimality,
+                A.CAUSAL_REPAIR_CRS: repair.crs,
+                A.CAUSAL_REPAIR_VALIDATED: repair.validation.passed,
+            }
+        )
+        if repair.hop is not None:
+            attrs[A.CAUSAL_HOP_INDEX] = repair.hop
+        if repair.fork_run_id is not None:
+            attrs[A.CAUSAL_REPAIR_FORK_RUN_ID] = repair.fork_run_id
+    with tracer.start_as_current_span(
+        f"repair {result.run_id[:8]}", context=otel_context.Context(), links=links, attributes=attrs
+    ):
+        flagged = result.crs.flagged
+        diag: dict[str, Any] = {
+            A.CAUSAL_SPAN_TYPE: "diagnosis",
+            A.OPENINFERENCE_SPAN_KIND: "EVALUATOR",
+            A.CAUSAL_REPAIR_RUN_ID: result.run_id,
+            A.CAUSAL_DIAGNOSIS_METHOD: "crs",
+        }
+        if flagged:
+            diag[A.CAUSAL_REPAIR_STEP_ID] = flagged[0].step_id
+            diag[A.CAUSAL_NODE] = flagged[0].node
+            diag[A.CAUSAL_REPAIR_CRS] = flagged[0].crs or 0.0
+            if flagged[0].hop is not None:
+                diag[A.CAUSAL_HOP_INDEX] = flagged[0].hop
+        with tracer.start_as_current_span("diagnosis", links=links, attributes=diag):
+            pass

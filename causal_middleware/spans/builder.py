@@ -1,0 +1,854 @@
+"""Spans -> :class:`~causal_middleware.spans.model.Trajectory`: the one reader of span attributes.
+
+It follows the builder rules of ``docs/span-contract.md`` and is tolerant in two directions:
+
+* spans of our own instrumentation with optional attributes missing, or with attribute values
+  of the wrong type (a bad value is treated as absent, never raised);
+* foreign traces with no ``causal.*`` attributes at all (OpenInference instrumentors, TRAIL
+  traces): the span type comes from ``openinference.span.kind`` (or ``gen_ai.operation.name``),
+  and when no hop spans or hop indices exist, hops are inferred: each retriever or tool span
+  starts a hop (together with the node span that encloses it, when that node started after the
+  previous hop's retriever or tool).
+
+The helpers :func:`span_facts`, :func:`choose_root` and :func:`summarize_run` compute the run-level
+facts a store lists (``RunSummary``) from a few per-span facts, with exactly the rules the builder
+uses, so a store's listing never disagrees with the trajectory it builds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic import ValidationError
+
+from causal_middleware.spans import attributes as A
+from causal_middleware.spans.model import (
+    AnswerStep,
+    Cost,
+    DecisionStep,
+    Document,
+    Hop,
+    Intervention,
+    Lineage,
+    LLMStep,
+    Message,
+    NodeStep,
+    Outcome,
+    RetrievalStep,
+    Status,
+    ToolStep,
+    Trajectory,
+    Usage,
+)
+from causal_middleware.spans.record import SpanRecord
+
+__all__ = [
+    "RunFacts",
+    "SpanFacts",
+    "build_trajectory",
+    "choose_root",
+    "datetime_from_ns",
+    "decode_json",
+    "span_facts",
+    "span_type",
+    "summarize_run",
+]
+
+STEP_TYPES = ("node", "llm", "retrieval", "tool", "decision", "answer")
+SPAN_TYPES = ("run", "hop", *STEP_TYPES)
+
+# OpenInference span kinds -> contract span types (kinds not listed make no step).
+_OPENINFERENCE_TYPES = {
+    "LLM": "llm",
+    "RETRIEVER": "retrieval",
+    "TOOL": "tool",
+    "CHAIN": "node",
+    "AGENT": "node",
+    "DECISION": "decision",
+}
+# OTel GenAI operation names -> contract span types.
+_GEN_AI_TYPES = {
+    "chat": "llm",
+    "text_completion": "llm",
+    "generate_content": "llm",
+    "retrieval": "retrieval",
+    "execute_tool": "tool",
+    "invoke_agent": "node",
+}
+
+_DOC_KEY = re.compile(r"^retrieval\.documents\.(\d+)\.document\.(id|content|score|metadata)$")
+_MESSAGE_KEY = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(role|content)$")
+_MESSAGE_PART_KEY = re.compile(
+    r"^llm\.(input|output)_messages\.(\d+)\.message\.contents\.(\d+)\.message_content\.text$"
+)
+
+# Attributes a step's typed fields already hold; everything else is kept in ``step.attributes``.
+_COMMON_CONSUMED = {
+    A.CAUSAL_SPAN_TYPE,
+    A.OPENINFERENCE_SPAN_KIND,
+    A.CAUSAL_NODE,
+    A.CAUSAL_HOP_INDEX,
+    A.CAUSAL_LANGGRAPH_STEP,
+    A.CAUSAL_CHECKPOINT_ID,
+    A.CAUSAL_CHECKPOINT_NS,
+}
+_CONSUMED: dict[str, set[str]] = {
+    "node": {
+        A.INPUT_VALUE,
+        A.OUTPUT_VALUE,
+        A.INPUT_MIME_TYPE,
+        A.OUTPUT_MIME_TYPE,
+        A.CAUSAL_NODE_SIDE_EFFECTING,
+    },
+    "retrieval": {A.INPUT_VALUE, A.INPUT_MIME_TYPE, A.GEN_AI_RETRIEVAL_QUERY_TEXT, A.CAUSAL_RETRIEVER_NAME},
+    "llm": {
+        A.LLM_MODEL_NAME,
+        A.GEN_AI_REQUEST_MODEL,
+        A.LLM_PROVIDER,
+        A.GEN_AI_PROVIDER_NAME,
+        A.LLM_TOKEN_COUNT_PROMPT,
+        A.LLM_TOKEN_COUNT_COMPLETION,
+        A.LLM_TOKEN_COUNT_TOTAL,
+        A.GEN_AI_USAGE_INPUT_TOKENS,
+        A.GEN_AI_USAGE_OUTPUT_TOKENS,
+        A.LLM_INVOCATION_PARAMETERS,
+    },
+    "tool": {
+        A.TOOL_NAME,
+        A.GEN_AI_TOOL_NAME,
+        A.TOOL_ID,
+        A.GEN_AI_TOOL_CALL_ID,
+        A.TOOL_PARAMETERS,
+        A.OUTPUT_VALUE,
+        A.OUTPUT_MIME_TYPE,
+        A.CAUSAL_TOOL_SIDE_EFFECTING,
+    },
+    "decision": {A.CAUSAL_DECISION_CHOICE, A.CAUSAL_DECISION_OPTIONS},
+    "answer": {A.CAUSAL_ANSWER_TEXT},
+}
+
+
+# --------------------------------------------------------------------------------------------
+# value coercion (tolerant: a value of the wrong type counts as absent)
+# --------------------------------------------------------------------------------------------
+def decode_json(value: Any, mime_type: Any = None) -> Any:
+    """Decode a JSON attribute value; return it unchanged when it is not JSON.
+
+    With ``mime_type="text/plain"`` the value is kept as text; without a mime type only strings
+    that look like a JSON object, array or string literal are decoded (so a plain query such as
+    ``"1984"`` stays a string).
+    """
+    if not isinstance(value, str):
+        return value
+    if mime_type == "text/plain":
+        return value
+    stripped = value.strip()
+    if mime_type != "application/json" and not stripped.startswith(("{", "[", '"')):
+        return value
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        return value
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes")
+    return bool(value) if isinstance(value, bool | int) else False
+
+
+def _str(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+
+
+def _text(value: Any, mime_type: Any = None) -> str | None:
+    """A text value: JSON strings unquoted, other JSON kept as compact JSON text."""
+    decoded = decode_json(value, mime_type)
+    if decoded is None:
+        return None
+    return decoded if isinstance(decoded, str) else _str(decoded)
+
+
+def _json_dict(value: Any) -> dict[str, Any]:
+    decoded = decode_json(value, "application/json")
+    return decoded if isinstance(decoded, dict) else {}
+
+
+def _json_list(value: Any) -> list[Any]:
+    if isinstance(value, list | tuple):
+        return list(value)
+    decoded = decode_json(value, "application/json")
+    return decoded if isinstance(decoded, list) else []
+
+
+def datetime_from_ns(ns: int | None) -> datetime | None:
+    """A UTC datetime (microsecond precision) from epoch nanoseconds; None for 0 or None."""
+    if not ns:
+        return None
+    seconds, rest = divmod(ns, 1_000_000_000)
+    return datetime.fromtimestamp(seconds, UTC) + timedelta(microseconds=rest // 1000)
+
+
+def _status(code: str) -> Status:
+    return {"OK": Status.OK, "ERROR": Status.ERROR}.get(code, Status.UNSET)
+
+
+def _error(span: SpanRecord) -> str | None:
+    if span.status_code != "ERROR":
+        return None
+    if span.status_message:
+        return span.status_message
+    for event in span.events:
+        if event.name == "exception":
+            message = event.attributes.get("exception.message") or event.attributes.get("exception.type")
+            if message:
+                return str(message)
+    return "error"
+
+
+def _oi_metadata(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """OpenInference's ``metadata`` attribute: a JSON object holding the ``langgraph_*`` keys."""
+    return _json_dict(attrs.get(A.METADATA))
+
+
+# --------------------------------------------------------------------------------------------
+# per-span facts shared with the stores
+# --------------------------------------------------------------------------------------------
+def span_type(span: SpanRecord) -> str | None:
+    """The contract type of a span (run, hop, node, llm, retrieval, tool, decision, answer).
+
+    ``causal.span.type`` when present; else inferred from ``openinference.span.kind`` or
+    ``gen_ai.operation.name``; None for spans that are neither (other libraries' spans).
+    """
+    attrs = span.attributes
+    declared = attrs.get(A.CAUSAL_SPAN_TYPE)
+    if isinstance(declared, str) and declared:
+        # our own span of a type the trajectory has no place for (repair, diagnosis, ...)
+        return declared if declared in SPAN_TYPES else None
+    kind = attrs.get(A.OPENINFERENCE_SPAN_KIND)
+    if isinstance(kind, str) and kind.upper() in _OPENINFERENCE_TYPES:
+        return _OPENINFERENCE_TYPES[kind.upper()]
+    operation = attrs.get(A.GEN_AI_OPERATION_NAME)
+    if isinstance(operation, str) and operation in _GEN_AI_TYPES:
+        return _GEN_AI_TYPES[operation]
+    return None
+
+
+@dataclass(frozen=True)
+class SpanFacts:
+    """The few facts of one span that run-level summaries need (cheap to keep per span)."""
+
+    span_id: str
+    parent_span_id: str | None
+    start_time_ns: int
+    end_time_ns: int | None
+    type: str | None
+    declared_run: bool
+    hop_index: int | None
+    answer_text: str | None  # answer spans: the answer; node spans: an answer their output states
+
+
+def span_facts(span: SpanRecord) -> SpanFacts:
+    """Extract the per-span facts of ``span`` (see :class:`SpanFacts`)."""
+    kind = span_type(span)
+    attrs = span.attributes
+    answer = None
+    if kind == "answer":
+        answer = _text(attrs.get(A.CAUSAL_ANSWER_TEXT))
+        if answer is None:
+            answer = _text(attrs.get(A.OUTPUT_VALUE), attrs.get(A.OUTPUT_MIME_TYPE))
+    elif kind == "node":
+        answer = _output_answer(attrs)
+    hop_index = _int(attrs.get(A.CAUSAL_HOP_INDEX))
+    return SpanFacts(
+        span_id=span.span_id,
+        parent_span_id=span.parent_span_id,
+        start_time_ns=span.start_time_ns,
+        end_time_ns=span.end_time_ns,
+        type=kind,
+        declared_run=attrs.get(A.CAUSAL_SPAN_TYPE) == "run",
+        hop_index=hop_index if hop_index is not None and hop_index >= 1 else None,
+        answer_text=answer,
+    )
+
+
+def choose_root(facts: Iterable[SpanFacts]) -> SpanFacts | None:
+    """The run's root: the earliest span marked ``causal.span.type=run``, else the earliest span
+    without a parent; None when there is neither (e.g. only children of a run have arrived)."""
+    items = list(facts)
+    marked = [f for f in items if f.declared_run]
+    candidates = marked or [f for f in items if f.parent_span_id is None]
+    if not candidates:
+        return None
+    return min(candidates, key=lambda f: (f.start_time_ns, f.span_id))
+
+
+def _depths(facts: Sequence[SpanFacts]) -> dict[str, int]:
+    """Depth of each span below its top-most known ancestor (0 for roots and orphans)."""
+    by_id = {f.span_id: f for f in facts}
+    depth: dict[str, int] = {}
+    for f in facts:
+        chain: list[str] = []
+        current: str | None = f.span_id
+        while current is not None and current in by_id and current not in depth and current not in chain:
+            chain.append(current)
+            current = by_id[current].parent_span_id
+        base = depth[current] + 1 if current is not None and current in depth else 0
+        for offset, span_id in enumerate(reversed(chain)):
+            depth[span_id] = base + offset
+    return depth
+
+
+def _ordered(facts: Sequence[SpanFacts]) -> list[SpanFacts]:
+    """Start order; on equal start times parents come before children, then by span id."""
+    depth = _depths(facts)
+    return sorted(facts, key=lambda f: (f.start_time_ns, depth[f.span_id], f.span_id))
+
+
+def _outermost(
+    facts: Sequence[SpanFacts], root_id: str | None, keep: Callable[[SpanFacts], bool]
+) -> SpanFacts | None:
+    """The shallowest, then earliest, node span (other than the root) that ``keep`` accepts."""
+    depth = _depths(facts)
+    nodes = [f for f in facts if f.type == "node" and f.span_id != root_id and keep(f)]
+    return min(nodes, key=lambda f: (depth[f.span_id], f.start_time_ns, f.span_id), default=None)
+
+
+def _hop_span_indices(hop_facts: Sequence[SpanFacts]) -> dict[str, int]:
+    """Hop index of each hop span: ``causal.hop.index``, else its 1-based position among hops."""
+    return {f.span_id: (f.hop_index or position) for position, f in enumerate(hop_facts, start=1)}
+
+
+def _output_answer(attrs: Mapping[str, Any]) -> str | None:
+    """The answer an ``output.value`` states: the text itself, or an ``answer``/``final_answer`` key."""
+    output = decode_json(attrs.get(A.OUTPUT_VALUE), attrs.get(A.OUTPUT_MIME_TYPE))
+    if isinstance(output, str):
+        return output
+    if isinstance(output, dict):
+        for key in ("answer", "final_answer"):
+            if isinstance(output.get(key), str):
+                return str(output[key])
+    return None
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """Run-level facts derived from a run's spans, before the store's annotations are applied."""
+
+    run_id: str
+    has_root: bool
+    is_run: bool  # False for traces whose root declares another causal.span.type (repair, ...)
+    thread_id: str | None
+    graph: str | None
+    started_at_ns: int | None
+    ended_at_ns: int | None
+    status: Status
+    answer: str | None
+    n_hops: int
+    n_spans: int
+    outcome: Outcome | None
+    reference: str | None
+    labels: dict[str, Any]
+    lineage: Lineage | None
+
+
+def summarize_run(run_id: str, facts: Sequence[SpanFacts], root: SpanRecord | None) -> RunFacts:
+    """Run-level facts from per-span facts plus the root span (``choose_root(facts)``'s record).
+
+    Gives the same ``answer``, ``n_hops``, ``status`` and times as :func:`build_trajectory`.
+    """
+    ordered = _ordered(facts)
+    root_id = root.span_id if root is not None else None
+    steps = [f for f in ordered if f.type in STEP_TYPES and f.span_id != root_id]
+    hop_spans = [f for f in ordered if f.type == "hop" and f.span_id != root_id]
+    indices = set(_hop_span_indices(hop_spans).values()) | {f.hop_index for f in steps if f.hop_index}
+    if indices:
+        n_hops = len(indices)
+    else:
+        n_hops = sum(1 for f in steps if f.type in ("retrieval", "tool"))
+    answers = [f.answer_text for f in steps if f.type == "answer" and f.answer_text is not None]
+    answer = answers[-1] if answers else (_output_answer(root.attributes) if root is not None else None)
+    if answer is None:  # foreign traces: the outermost agent/chain span's output
+        outermost = _outermost(facts, root_id, lambda f: f.answer_text is not None)
+        answer = outermost.answer_text if outermost is not None else None
+    if root is not None:
+        started, ended = root.start_time_ns or None, root.end_time_ns
+    else:
+        started = min((f.start_time_ns for f in facts), default=None) or None
+        ends = [f.end_time_ns for f in facts if f.end_time_ns]
+        ended = max(ends) if ends else None
+    attrs = root.attributes if root is not None else {}
+    thread = attrs.get(A.SESSION_ID) or attrs.get(A.GEN_AI_CONVERSATION_ID)
+    return RunFacts(
+        run_id=run_id,
+        has_root=root is not None,
+        is_run=not isinstance(attrs.get(A.CAUSAL_SPAN_TYPE), str)
+        or attrs.get(A.CAUSAL_SPAN_TYPE) in ("", "run"),
+        thread_id=_str(thread) if thread is not None else None,
+        graph=_str(attrs.get(A.CAUSAL_RUN_GRAPH)) or (root.name if root is not None else None),
+        started_at_ns=started,
+        ended_at_ns=ended,
+        status=_status(root.status_code) if root is not None else Status.UNSET,
+        answer=answer,
+        n_hops=n_hops,
+        n_spans=len(facts),
+        outcome=_outcome(attrs.get(A.CAUSAL_RUN_OUTCOME)),
+        reference=_text(attrs.get(A.CAUSAL_RUN_REFERENCE)),
+        labels=_json_dict(attrs.get(A.CAUSAL_RUN_LABELS)),
+        lineage=_lineage(attrs),
+    )
+
+
+def _outcome(value: Any) -> Outcome | None:
+    try:
+        return Outcome(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _lineage(attrs: Mapping[str, Any]) -> Lineage | None:
+    parent = attrs.get(A.CAUSAL_LINEAGE_PARENT_RUN_ID)
+    if not isinstance(parent, str) or not parent:
+        return None
+    intervention = None
+    raw = _json_dict(attrs.get(A.CAUSAL_LINEAGE_INTERVENTION))
+    if raw:
+        try:
+            intervention = Intervention.model_validate(raw)
+        except ValidationError:
+            intervention = None
+    mode = attrs.get(A.CAUSAL_LINEAGE_MODE)
+    counterfactual = attrs.get(A.CAUSAL_RUN_COUNTERFACTUAL)
+    return Lineage(
+        parent_run_id=parent,
+        fork_checkpoint_id=_str(attrs.get(A.CAUSAL_LINEAGE_FORK_CHECKPOINT_ID)),
+        fork_hop=_int(attrs.get(A.CAUSAL_LINEAGE_FORK_HOP)),
+        fork_node=_str(attrs.get(A.CAUSAL_LINEAGE_FORK_NODE)),
+        fork_step=_int(attrs.get(A.CAUSAL_LINEAGE_FORK_STEP)),
+        mode=mode if mode in ("regenerate", "frozen", "replay") else "regenerate",
+        intervention=intervention,
+        counterfactual=True if counterfactual is None else _bool(counterfactual),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# steps
+# --------------------------------------------------------------------------------------------
+def _extra_attributes(attrs: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    consumed = _COMMON_CONSUMED | _CONSUMED.get(kind, set())
+    out = {}
+    for key, value in attrs.items():
+        if key in consumed:
+            continue
+        if kind == "retrieval" and _DOC_KEY.match(key):
+            continue
+        if kind == "llm" and (_MESSAGE_KEY.match(key) or _MESSAGE_PART_KEY.match(key)):
+            continue
+        out[key] = value
+    return out
+
+
+def _documents(span: SpanRecord) -> list[Document]:
+    fields: dict[int, dict[str, Any]] = {}
+    for key, value in span.attributes.items():
+        match = _DOC_KEY.match(key)
+        if match:
+            fields.setdefault(int(match.group(1)), {})[match.group(2)] = value
+    docs = []
+    for index in sorted(fields):
+        raw = fields[index]
+        metadata = raw.get("metadata")
+        meta = metadata if isinstance(metadata, dict) else _json_dict(metadata)
+        text = _str(raw.get("content")) or ""
+        doc_id = raw.get("id")
+        if doc_id is None:
+            doc_id = meta.get("id")
+        if doc_id is None:
+            # No id anywhere: a content hash keeps the id stable across runs (original vs fork).
+            doc_id = hashlib.sha1(text.encode()).hexdigest()[:12] if text else f"{span.span_id}:{index}"
+        score = _float(raw.get("score"))
+        if score is None:
+            score = _float(meta.get("score"))
+        source = meta.get("source")
+        docs.append(
+            Document(
+                id=str(doc_id),
+                text=text,
+                score=score,
+                source=source if isinstance(source, str) else None,
+                metadata=meta,
+            )
+        )
+    return docs
+
+
+def _messages(attrs: Mapping[str, Any], direction: str) -> list[Message]:
+    roles: dict[int, str] = {}
+    contents: dict[int, str] = {}
+    parts: dict[int, dict[int, str]] = {}
+    for key, value in attrs.items():
+        match = _MESSAGE_KEY.match(key)
+        if match and match.group(1) == direction:
+            target = roles if match.group(3) == "role" else contents
+            target[int(match.group(2))] = _str(value) or ""
+            continue
+        match = _MESSAGE_PART_KEY.match(key)
+        if match and match.group(1) == direction:
+            parts.setdefault(int(match.group(2)), {})[int(match.group(3))] = _str(value) or ""
+    out = []
+    for index in sorted(set(roles) | set(contents) | set(parts)):
+        content = contents.get(index)
+        if content is None:
+            content = "\n".join(text for _, text in sorted(parts.get(index, {}).items()))
+        out.append(Message(role=roles.get(index, "unknown"), content=content))
+    return out
+
+
+def _tool_args(span: SpanRecord, declared: bool) -> dict[str, Any]:
+    attrs = span.attributes
+    params = _json_dict(attrs.get(A.TOOL_PARAMETERS))
+    if declared:
+        return params
+    # Foreign tool spans (OpenInference) carry the call's input in input.value; their
+    # tool.parameters is often the tool's parameter schema, not the arguments.
+    raw = attrs.get(A.INPUT_VALUE)
+    if raw is None:
+        return params
+    decoded = decode_json(raw, attrs.get(A.INPUT_MIME_TYPE))
+    return decoded if isinstance(decoded, dict) else {"input": decoded}
+
+
+def _common(span: SpanRecord, kind: str) -> dict[str, Any]:
+    attrs = span.attributes
+    meta = _oi_metadata(attrs)
+    checkpoint_ns = (
+        attrs.get(A.CAUSAL_CHECKPOINT_NS) or meta.get("langgraph_checkpoint_ns") or meta.get("checkpoint_ns")
+    )
+    return {
+        "step_id": span.span_id,
+        "name": span.name,
+        "langgraph_step": _int(attrs.get(A.CAUSAL_LANGGRAPH_STEP, meta.get("langgraph_step"))),
+        "checkpoint_id": _str(attrs.get(A.CAUSAL_CHECKPOINT_ID)),
+        "checkpoint_ns": _str(checkpoint_ns),
+        "start_time": datetime_from_ns(span.start_time_ns),
+        "end_time": datetime_from_ns(span.end_time_ns),
+        "status": _status(span.status_code),
+        "error": _error(span),
+        "attributes": _extra_attributes(attrs, kind),
+    }
+
+
+def _declared_node(span: SpanRecord, kind: str) -> str | None:
+    attrs = span.attributes
+    node = attrs.get(A.CAUSAL_NODE)
+    if isinstance(node, str) and node:
+        return node
+    meta_node = _oi_metadata(attrs).get("langgraph_node")
+    if isinstance(meta_node, str) and meta_node:
+        return meta_node
+    return span.name if kind == "node" else None
+
+
+def _build_step(span: SpanRecord, kind: str, declared: bool) -> Any:
+    attrs = span.attributes
+    common = _common(span, kind)
+    if kind == "node":
+        return NodeStep(
+            **common,
+            input=decode_json(attrs.get(A.INPUT_VALUE), attrs.get(A.INPUT_MIME_TYPE)),
+            output=decode_json(attrs.get(A.OUTPUT_VALUE), attrs.get(A.OUTPUT_MIME_TYPE)),
+            side_effecting=_bool(attrs.get(A.CAUSAL_NODE_SIDE_EFFECTING)),
+        )
+    if kind == "retrieval":
+        raw_query = decode_json(attrs.get(A.INPUT_VALUE), attrs.get(A.INPUT_MIME_TYPE))
+        if isinstance(raw_query, dict) and raw_query.get("query") is not None:
+            raw_query = raw_query["query"]
+        query = _text(raw_query)
+        if query is None:
+            query = _text(attrs.get(A.GEN_AI_RETRIEVAL_QUERY_TEXT)) or _text(
+                attrs.get(A.CAUSAL_HOP_SUB_QUERY)
+            )
+        return RetrievalStep(
+            **common,
+            query=query or "",
+            retriever=_str(attrs.get(A.CAUSAL_RETRIEVER_NAME)) or span.name,
+            documents=_documents(span),
+        )
+    if kind == "llm":
+        outputs = [m.content for m in _messages(attrs, "output") if m.content]
+        output = "\n".join(outputs) if outputs else (_text(attrs.get(A.OUTPUT_VALUE)) or "")
+        params = _json_dict(attrs.get(A.LLM_INVOCATION_PARAMETERS))
+        for key, attr in (("temperature", A.GEN_AI_REQUEST_TEMPERATURE), ("seed", A.GEN_AI_REQUEST_SEED)):
+            if key not in params and attrs.get(attr) is not None:
+                params[key] = attrs[attr]
+        input_tokens = _int(attrs.get(A.GEN_AI_USAGE_INPUT_TOKENS))
+        output_tokens = _int(attrs.get(A.GEN_AI_USAGE_OUTPUT_TOKENS))
+        return LLMStep(
+            **common,
+            model=_str(attrs.get(A.LLM_MODEL_NAME) or attrs.get(A.GEN_AI_REQUEST_MODEL)),
+            provider=_str(attrs.get(A.LLM_PROVIDER) or attrs.get(A.GEN_AI_PROVIDER_NAME)),
+            messages=_messages(attrs, "input"),
+            output=output,
+            usage=Usage(
+                input_tokens=max(
+                    0,
+                    input_tokens
+                    if input_tokens is not None
+                    else _int(attrs.get(A.LLM_TOKEN_COUNT_PROMPT)) or 0,
+                ),
+                output_tokens=max(
+                    0,
+                    output_tokens
+                    if output_tokens is not None
+                    else _int(attrs.get(A.LLM_TOKEN_COUNT_COMPLETION)) or 0,
+                ),
+            ),
+            invocation_parameters=params,
+        )
+    if kind == "tool":
+        return ToolStep(
+            **common,
+            tool_name=_str(attrs.get(A.TOOL_NAME) or attrs.get(A.GEN_AI_TOOL_NAME)) or span.name,
+            call_id=_str(attrs.get(A.TOOL_ID) or attrs.get(A.GEN_AI_TOOL_CALL_ID)),
+            args=_tool_args(span, declared),
+            output=_text(attrs.get(A.OUTPUT_VALUE), attrs.get(A.OUTPUT_MIME_TYPE)) or "",
+            side_effecting=_bool(attrs.get(A.CAUSAL_TOOL_SIDE_EFFECTING)),
+        )
+    if kind == "decision":
+        return DecisionStep(
+            **common,
+            choice=_str(attrs.get(A.CAUSAL_DECISION_CHOICE)),
+            options=[_str(o) or "" for o in _json_list(attrs.get(A.CAUSAL_DECISION_OPTIONS))],
+        )
+    facts = span_facts(span)
+    return AnswerStep(**common, answer=facts.answer_text or "")
+
+
+# --------------------------------------------------------------------------------------------
+# the builder
+# --------------------------------------------------------------------------------------------
+def _select_run(spans: Sequence[SpanRecord], run_id: str | None) -> tuple[str, list[SpanRecord]]:
+    if run_id is not None:
+        selected = [s for s in spans if s.trace_id == run_id]
+        if not selected:
+            raise ValueError(f"no spans of run {run_id!r} among the {len(spans)} spans given")
+        return run_id, selected
+    traces = list(dict.fromkeys(s.trace_id for s in spans))
+    if not traces:
+        raise ValueError("cannot build a trajectory from no spans")
+    if len(traces) > 1:
+        shown = ", ".join(traces[:5]) + (", ..." if len(traces) > 5 else "")
+        raise ValueError(
+            f"spans of {len(traces)} traces are mixed ({shown}); pass run_id= to choose the run to build"
+        )
+    return traces[0], list(spans)
+
+
+def _hop_sub_query(steps: Sequence[Any]) -> str | None:
+    for step in steps:
+        if step.kind == "retrieval" and step.query:
+            return str(step.query)
+    for step in steps:
+        if step.kind == "tool" and step.args:
+            values = list(step.args.values())
+            if len(values) == 1 and isinstance(values[0], str):
+                return values[0]
+            return json.dumps(step.args, default=str, ensure_ascii=False, separators=(",", ":"))
+    return None
+
+
+def _infer_hops(
+    ordered: Sequence[SpanFacts],
+    step_ids: set[str],
+    parent_step: Mapping[str, str | None],
+    types: Mapping[str, str],
+) -> dict[str, int]:
+    """Each retriever or tool step starts a hop; its enclosing node joins that hop when the node
+    started after the previous hop's retriever/tool. Returns step id -> hop index."""
+    positions = [f.span_id for f in ordered if f.span_id in step_ids]
+    pos = {span_id: i for i, span_id in enumerate(positions)}
+    starters = [span_id for span_id in positions if types[span_id] in ("retrieval", "tool")]
+    boundaries: list[int] = []
+    previous_starter = -1
+    for starter in starters:
+        begin = pos[starter]
+        parent = parent_step.get(starter)
+        if parent is not None and types.get(parent) == "node" and pos[parent] > previous_starter:
+            begin = pos[parent]
+        if boundaries:
+            begin = max(begin, boundaries[-1] + 1)
+        boundaries.append(begin)
+        previous_starter = pos[starter]
+    hop_of: dict[str, int] = {}
+    for span_id, position in pos.items():
+        index = sum(1 for b in boundaries if b <= position)
+        if index:
+            hop_of[span_id] = index
+    return hop_of
+
+
+def _run_input(root: SpanRecord, by_id: Mapping[str, SpanRecord], facts: Sequence[SpanFacts]) -> Any:
+    """The root's ``input.value``; for foreign traces whose root has none, the outermost node's."""
+    source = root
+    if A.INPUT_VALUE not in root.attributes:
+        outermost = _outermost(facts, root.span_id, lambda f: A.INPUT_VALUE in by_id[f.span_id].attributes)
+        source = by_id[outermost.span_id] if outermost is not None else root
+    return decode_json(source.attributes.get(A.INPUT_VALUE), source.attributes.get(A.INPUT_MIME_TYPE))
+
+
+def build_trajectory(spans: Sequence[SpanRecord], *, run_id: str | None = None) -> Trajectory:
+    """Build the typed :class:`Trajectory` of one run from its spans (see the module docstring).
+
+    ``spans`` may hold spans of several runs when ``run_id`` names the one to build. Raises
+    ``ValueError`` when spans of several traces are mixed without ``run_id``, when there are no
+    spans of the run, or when the run has no root span.
+    """
+    run_id, selected = _select_run(spans, run_id)
+    by_id: dict[str, SpanRecord] = {}
+    for span in selected:  # a re-exported span id replaces the earlier copy
+        by_id[span.span_id] = span
+    facts = {span_id: span_facts(span) for span_id, span in by_id.items()}
+    root_facts = choose_root(facts.values())
+    if root_facts is None:
+        raise ValueError(
+            f"run {run_id} has no root span among its {len(by_id)} spans "
+            "(no span of causal.span.type=run and none without a parent; the run may still be in progress)"
+        )
+    root = by_id[root_facts.span_id]
+    ordered = _ordered(list(facts.values()))
+
+    types = {f.span_id: f.type for f in ordered if f.type is not None and f.span_id != root.span_id}
+    step_ids = {span_id for span_id, kind in types.items() if kind in STEP_TYPES}
+    hop_spans = [f for f in ordered if types.get(f.span_id) == "hop"]
+    hop_span_index = _hop_span_indices(hop_spans)
+
+    # nearest step / hop / node ancestors, walking the parent chain within the run
+    def ancestors(span_id: str) -> Iterable[str]:
+        seen = {span_id}
+        parent = by_id[span_id].parent_span_id
+        while parent is not None and parent in by_id and parent not in seen:
+            seen.add(parent)
+            yield parent
+            parent = by_id[parent].parent_span_id
+
+    parent_step: dict[str, str | None] = {}
+    enclosing_hop: dict[str, int | None] = {}
+    for span_id in step_ids:
+        parent_step[span_id] = next((a for a in ancestors(span_id) if a in step_ids), None)
+        enclosing_hop[span_id] = next(
+            (hop_span_index[a] for a in ancestors(span_id) if a in hop_span_index), None
+        )
+
+    if hop_spans or any(facts[s].hop_index is not None for s in step_ids):
+        hop_of = {
+            s: index
+            for s in step_ids
+            if (index := facts[s].hop_index if facts[s].hop_index is not None else enclosing_hop[s])
+            is not None
+        }
+    else:
+        hop_of = _infer_hops(
+            ordered, step_ids, parent_step, {k: v for k, v in types.items() if v is not None}
+        )
+
+    steps: list[Any] = []
+    node_of: dict[str, str | None] = {}
+    for f in ordered:
+        if f.span_id not in step_ids:
+            continue
+        span = by_id[f.span_id]
+        kind = types[f.span_id]
+        declared = span.attributes.get(A.CAUSAL_SPAN_TYPE) == kind
+        step = _build_step(span, kind, declared)
+        node = _declared_node(span, kind)
+        if node is None and parent_step[f.span_id] is not None:
+            node = node_of.get(parent_step[f.span_id])  # type: ignore[arg-type]
+        node_of[f.span_id] = node
+        step.parent_step_id = parent_step[f.span_id]
+        step.node = node
+        step.hop = hop_of.get(f.span_id)
+        steps.append(step)
+
+    hops: list[Hop] = []
+    indices = sorted(set(hop_span_index.values()) | {s.hop for s in steps if s.hop is not None})
+    hop_span_by_index: dict[int, SpanRecord] = {}
+    for span_id, index in hop_span_index.items():
+        hop_span_by_index.setdefault(index, by_id[span_id])
+    for index in indices:
+        hop_steps = [s for s in steps if s.hop == index]
+        hop_span = hop_span_by_index.get(index)
+        sub_query = _text(hop_span.attributes.get(A.CAUSAL_HOP_SUB_QUERY)) if hop_span is not None else None
+        hops.append(
+            Hop(
+                index=index,
+                sub_query=sub_query or _hop_sub_query(hop_steps),
+                documents=[d for s in hop_steps if s.kind == "retrieval" for d in s.documents],
+                steps=hop_steps,
+                span_id=hop_span.span_id if hop_span is not None else None,
+            )
+        )
+
+    summary = summarize_run(run_id, list(facts.values()), root)
+    llm_steps = [s for s in steps if s.kind == "llm"]
+    attrs = root.attributes
+    return Trajectory(
+        run_id=run_id,
+        thread_id=summary.thread_id,
+        graph=summary.graph,
+        input=_run_input(root, by_id, list(facts.values())),
+        answer=summary.answer,
+        reference=summary.reference,
+        outcome=summary.outcome,
+        status=summary.status,
+        error=_error(root),
+        started_at=datetime_from_ns(summary.started_at_ns),
+        ended_at=datetime_from_ns(summary.ended_at_ns),
+        cost=Cost(
+            input_tokens=sum(s.usage.input_tokens for s in llm_steps),
+            output_tokens=sum(s.usage.output_tokens for s in llm_steps),
+            llm_calls=len(llm_steps),
+            tool_calls=sum(1 for s in steps if s.kind == "tool"),
+            retrievals=sum(1 for s in steps if s.kind == "retrieval"),
+        ),
+        labels=summary.labels,
+        lineage=summary.lineage,
+        hops=hops,
+        steps=steps,
+        metadata=_json_dict(attrs.get(A.METADATA)),
+    )

@@ -1,0 +1,192 @@
+"""Behaviour the in-memory and SQLite stores share, so both answer every question identically:
+span encoding, run annotations and their overlay, list filters, derived-record payloads."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+from causal_middleware.spans.builder import RunFacts, datetime_from_ns
+from causal_middleware.spans.model import Lineage, Outcome, Trajectory
+from causal_middleware.spans.record import SpanRecord
+from causal_middleware.store.base import RunSummary, StoreError
+
+
+class StoredRecord(BaseModel):
+    """A derived record (intervention, diagnosis, repair, ...) as the store keeps it."""
+
+    id: str
+    kind: str
+    run_id: str
+    created: datetime
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+class Annotations(BaseModel):
+    """Run-level facts set through ``annotate``; they override what the spans say."""
+
+    outcome: Outcome | None = None
+    reference: str | None = None
+    labels: dict[str, Any] = Field(default_factory=dict)
+    lineage: Lineage | None = None
+
+    def merged(
+        self,
+        *,
+        outcome: Outcome | None,
+        reference: str | None,
+        labels: Mapping[str, Any] | None,
+        lineage: Lineage | None,
+    ) -> Annotations:
+        return Annotations(
+            outcome=outcome if outcome is not None else self.outcome,
+            reference=reference if reference is not None else self.reference,
+            labels={**self.labels, **(labels or {})},
+            lineage=lineage if lineage is not None else self.lineage,
+        )
+
+
+def dumps(value: Any, what: str) -> str:
+    """Compact JSON, or a StoreError naming ``what`` could not be encoded."""
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"{what} is not JSON-serialisable: {exc}") from exc
+
+
+def encode_span(record: SpanRecord) -> dict[str, Any]:
+    """The JSON-encoded columns of one span (raises StoreError before anything is written)."""
+    where = f"span {record.span_id} of trace {record.trace_id}"
+    return {
+        "attributes": dumps(record.attributes, f"attributes of {where}"),
+        "events": dumps([e.model_dump() for e in record.events], f"events of {where}"),
+        "links": dumps([link.model_dump() for link in record.links], f"links of {where}"),
+        "resource": dumps(record.resource, f"resource of {where}"),
+    }
+
+
+def decode_span(row: Mapping[str, Any]) -> SpanRecord:
+    """A SpanRecord from stored columns (``attributes``/``events``/``links``/``resource`` as JSON)."""
+    return SpanRecord.model_validate(
+        {
+            "trace_id": row["trace_id"],
+            "span_id": row["span_id"],
+            "parent_span_id": row["parent_span_id"],
+            "name": row["name"],
+            "kind": row["kind"],
+            "start_time_ns": row["start_time_ns"],
+            "end_time_ns": row["end_time_ns"],
+            "status_code": row["status_code"],
+            "status_message": row["status_message"],
+            "attributes": json.loads(row["attributes"]),
+            "events": json.loads(row["events"]),
+            "links": json.loads(row["links"]),
+            "resource": json.loads(row["resource"]),
+            "scope": row["scope"],
+        }
+    )
+
+
+def encode_payload(kind: str, run_id: str, payload: Any) -> str:
+    if not isinstance(kind, str) or not kind:
+        raise ValueError(f"record kind must be a non-empty string, got {kind!r}")
+    if not isinstance(run_id, str) or not run_id:
+        raise ValueError(f"record run_id must be a non-empty string, got {run_id!r}")
+    if not isinstance(payload, Mapping):
+        raise ValueError(f"record payload must be a dict, got {type(payload).__name__}")
+    try:
+        plain = to_jsonable_python(dict(payload))
+    except PydanticSerializationError as exc:
+        raise StoreError(
+            f"payload of the {kind!r} record for run {run_id} is not JSON-serialisable: {exc}"
+        ) from exc
+    return dumps(plain, f"payload of the {kind!r} record for run {run_id}")
+
+
+def normalize_outcome(outcome: Outcome | str | None) -> Outcome | None:
+    if outcome is None or isinstance(outcome, Outcome):
+        return outcome
+    try:
+        return Outcome(str(outcome).strip().lower())
+    except ValueError:
+        raise ValueError(
+            f"unknown outcome {outcome!r}; expected one of {', '.join(o.value for o in Outcome)}"
+        ) from None
+
+
+def check_limit(limit: int | None) -> None:
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
+
+
+def to_ns(moment: datetime | None) -> int | None:
+    """Nanoseconds since the epoch; a naive datetime is taken as UTC."""
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
+
+
+def label_matches(labels: Mapping[str, Any], label: str) -> bool:
+    """``key`` matches when the key is present; ``key=value`` when the value equals ``value`` as
+    plain text or as JSON text (so ``hop=2`` matches both ``{"hop": 2}`` and ``{"hop": "2"}``)."""
+    key, sep, wanted = label.partition("=")
+    key = key.strip()
+    if key not in labels:
+        return False
+    if not sep:
+        return True
+    value = labels[key]
+    if isinstance(value, str) and value == wanted:
+        return True
+    return json.dumps(value, ensure_ascii=False) == wanted.strip() or str(value) == wanted
+
+
+def check_label(label: str | None) -> None:
+    if label is not None and not label.partition("=")[0].strip():
+        raise ValueError(f"label filter must be 'key' or 'key=value', got {label!r}")
+
+
+def effective_summary(facts: RunFacts, annotations: Annotations) -> RunSummary:
+    """The run's summary with annotations applied over the span-derived facts."""
+    lineage = annotations.lineage or facts.lineage
+    return RunSummary(
+        run_id=facts.run_id,
+        thread_id=facts.thread_id,
+        graph=facts.graph,
+        started_at=datetime_from_ns(facts.started_at_ns),
+        ended_at=datetime_from_ns(facts.ended_at_ns),
+        status=facts.status,
+        outcome=annotations.outcome or facts.outcome,
+        answer=facts.answer,
+        n_hops=facts.n_hops,
+        n_spans=facts.n_spans,
+        labels={**facts.labels, **annotations.labels},
+        parent_run_id=lineage.parent_run_id if lineage is not None else None,
+    )
+
+
+def overlay(trajectory: Trajectory, annotations: Annotations) -> Trajectory:
+    """Apply the store's annotations to a trajectory built from spans."""
+    return trajectory.model_copy(
+        update={
+            "outcome": annotations.outcome or trajectory.outcome,
+            "reference": annotations.reference if annotations.reference is not None else trajectory.reference,
+            "labels": {**trajectory.labels, **annotations.labels},
+            "lineage": annotations.lineage or trajectory.lineage,
+        }
+    )
+
+
+def outcome_matches(summary_outcome: Outcome | None, wanted: Outcome) -> bool:
+    """``unknown`` also matches runs whose outcome was never set."""
+    if wanted is Outcome.UNKNOWN:
+        return summary_outcome in (None, Outcome.UNKNOWN)
+    return summary_outcome is wanted

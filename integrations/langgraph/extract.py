@@ -1,0 +1,311 @@
+"""Turning LangChain / LangGraph callback payloads into span attribute values.
+
+Pure functions (no OTel, no state), so they stay cheap and testable on their own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
+from pydantic import BaseModel
+
+from causal_middleware.spans import attributes as A
+from causal_middleware.spans.attributes import indexed
+
+_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "function": "function"}
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, BaseMessage):
+        out: dict[str, Any] = {"type": obj.type, "content": obj.content}
+        if isinstance(obj, AIMessage) and obj.tool_calls:
+            out["tool_calls"] = obj.tool_calls
+        for key in ("name", "tool_call_id"):
+            value = getattr(obj, key, None)
+            if value:
+                out[key] = value
+        return out
+    if isinstance(obj, Document):
+        return {"id": obj.id, "page_content": obj.page_content, "metadata": obj.metadata}
+    if isinstance(obj, BaseModel):
+        return obj.model_dump(mode="json")
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    if isinstance(obj, set | frozenset | tuple):
+        return list(obj)
+    if isinstance(obj, bytes):
+        return f"<{len(obj)} bytes>"
+    # langgraph Send / Command and anything else: keep their public fields when they have them
+    for fields in (("node", "arg"), ("update", "goto", "resume", "graph")):
+        if all(hasattr(obj, f) for f in fields):
+            return {f: getattr(obj, f) for f in fields if getattr(obj, f) is not None}
+    return repr(obj)
+
+
+def _stringify_keys(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _stringify_keys(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_stringify_keys(v) for v in value]
+    return value
+
+
+def to_json(value: Any) -> str:
+    """JSON text for any payload (LangChain messages, documents, pydantic models, dataclasses...).
+    Never raises: what JSON cannot hold is written as its ``repr``."""
+    try:
+        return json.dumps(value, default=_default, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        try:
+            return json.dumps(_stringify_keys(value), default=_default, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):
+            return json.dumps(repr(value), ensure_ascii=False)
+
+
+def value_attributes(prefix_value: str, prefix_mime: str, value: Any) -> dict[str, Any]:
+    """``input.value``/``output.value`` (+ mime type): strings as text, everything else as JSON."""
+    if isinstance(value, str):
+        return {prefix_value: value, prefix_mime: "text/plain"}
+    return {prefix_value: to_json(value), prefix_mime: "application/json"}
+
+
+def message_text(message: Any) -> str:
+    """The text of a message whose content may be a list of content blocks."""
+    content = getattr(message, "content", message)
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, Mapping) and block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+        return "".join(parts)
+    return "" if content is None else str(content)
+
+
+def message_role(message: BaseMessage) -> str:
+    return _ROLES.get(message.type, message.type)
+
+
+def input_message_attributes(messages: Sequence[Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for i, msg in enumerate(messages):
+        if isinstance(msg, BaseMessage):
+            role, text = message_role(msg), message_text(msg)
+        else:  # plain prompt strings from on_llm_start
+            role, text = "user", str(msg)
+        out[indexed(A.LLM_INPUT_MESSAGES_MESSAGE_ROLE, i)] = role
+        out[indexed(A.LLM_INPUT_MESSAGES_MESSAGE_CONTENT, i)] = text
+    return out
+
+
+def _first_generation(response: LLMResult) -> Any:
+    for gens in response.generations or []:
+        for gen in gens:
+            return gen
+    return None
+
+
+def llm_result_attributes(response: LLMResult) -> dict[str, Any]:
+    """Output message, tool calls and token usage of one LLM call."""
+    out: dict[str, Any] = {}
+    gen = _first_generation(response)
+    message = gen.message if isinstance(gen, ChatGeneration) else None
+    if gen is not None:
+        out[indexed(A.LLM_OUTPUT_MESSAGES_MESSAGE_ROLE, 0)] = "assistant"
+        out[indexed(A.LLM_OUTPUT_MESSAGES_MESSAGE_CONTENT, 0)] = (
+            message_text(message) if message else (gen.text or "")
+        )
+    if isinstance(message, AIMessage):
+        for j, call in enumerate(message.tool_calls or []):
+            out[indexed(A.LLM_OUTPUT_MESSAGES_MESSAGE_TOOL_CALLS_TOOL_CALL_FUNCTION_NAME, 0, j)] = (
+                call.get("name") or ""
+            )
+            out[indexed(A.LLM_OUTPUT_MESSAGES_MESSAGE_TOOL_CALLS_TOOL_CALL_FUNCTION_ARGUMENTS, 0, j)] = (
+                to_json(call.get("args") or {})
+            )
+            if call.get("id"):
+                out[indexed(A.LLM_OUTPUT_MESSAGES_MESSAGE_TOOL_CALLS_TOOL_CALL_ID, 0, j)] = call["id"]
+        model = (message.response_metadata or {}).get("model_name") or (message.response_metadata or {}).get(
+            "model"
+        )
+        if isinstance(model, str) and model:
+            out[A.LLM_MODEL_NAME] = model
+    usage = token_usage(response, message)
+    if usage is not None:
+        prompt, completion = usage
+        out[A.LLM_TOKEN_COUNT_PROMPT] = prompt
+        out[A.LLM_TOKEN_COUNT_COMPLETION] = completion
+        out[A.LLM_TOKEN_COUNT_TOTAL] = prompt + completion
+        out[A.GEN_AI_USAGE_INPUT_TOKENS] = prompt
+        out[A.GEN_AI_USAGE_OUTPUT_TOKENS] = completion
+    return out
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return int(value)
+    return None
+
+
+def token_usage(response: LLMResult, message: Any = None) -> tuple[int, int] | None:
+    """(input, output) tokens from ``llm_output`` (OpenAI/Anthropic style) or ``usage_metadata``."""
+    llm_output = response.llm_output or {}
+    for key in ("token_usage", "usage"):
+        usage = llm_output.get(key)
+        if isinstance(usage, Mapping):
+            prompt = _as_int(usage.get("prompt_tokens", usage.get("input_tokens")))
+            completion = _as_int(usage.get("completion_tokens", usage.get("output_tokens")))
+            if prompt is not None or completion is not None:
+                return prompt or 0, completion or 0
+        elif usage is not None and hasattr(usage, "input_tokens"):
+            return _as_int(usage.input_tokens) or 0, _as_int(getattr(usage, "output_tokens", 0)) or 0
+    meta = getattr(message, "usage_metadata", None)
+    if meta:
+        return _as_int(meta.get("input_tokens")) or 0, _as_int(meta.get("output_tokens")) or 0
+    return None
+
+
+def document_id(doc: Document) -> str:
+    """``Document.id``, else ``metadata["id"]``, else a content hash (``sha1:<12 hex>``)."""
+    if doc.id:
+        return str(doc.id)
+    meta_id = (doc.metadata or {}).get("id")
+    if meta_id is not None and meta_id != "":
+        return str(meta_id)
+    return "sha1:" + hashlib.sha1(doc.page_content.encode("utf-8", "replace")).hexdigest()[:12]
+
+
+def document_score(doc: Document) -> float | None:
+    meta = doc.metadata or {}
+    for key in ("score", "relevance_score", "similarity"):
+        value = meta.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    return None
+
+
+def document_attributes(documents: Sequence[Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for i, doc in enumerate(documents):
+        if not isinstance(doc, Document):
+            doc = Document(page_content=str(doc))
+        out[indexed(A.RETRIEVAL_DOCUMENTS_DOCUMENT_ID, i)] = document_id(doc)
+        out[indexed(A.RETRIEVAL_DOCUMENTS_DOCUMENT_CONTENT, i)] = doc.page_content
+        score = document_score(doc)
+        if score is not None:
+            out[indexed(A.RETRIEVAL_DOCUMENTS_DOCUMENT_SCORE, i)] = score
+        if doc.metadata:
+            out[indexed(A.RETRIEVAL_DOCUMENTS_DOCUMENT_METADATA, i)] = to_json(doc.metadata)
+    return out
+
+
+_QUERY_KEYS = ("query", "q", "question", "search_query", "sub_query", "input", "text")
+
+
+def tool_sub_query(args: Any) -> str | None:
+    """A hop's sub-query from a tool call: a query-like string argument, else the only string
+    argument, else the arguments as JSON."""
+    if isinstance(args, str):
+        return args or None
+    if isinstance(args, Mapping):
+        for key in _QUERY_KEYS:
+            value = args.get(key)
+            if isinstance(value, str) and value:
+                return value
+        strings = [v for v in args.values() if isinstance(v, str)]
+        if len(strings) == 1 and len(args) == 1:
+            return strings[0]
+        return to_json(args) if args else None
+    return None
+
+
+def tool_output_text(output: Any) -> str:
+    """A tool's output as text (a ``ToolMessage``'s content, a string, or JSON)."""
+    if isinstance(output, BaseMessage):
+        return message_text(output)
+    if isinstance(output, str):
+        return output
+    return to_json(output)
+
+
+def _updates(output: Any) -> list[Any]:
+    """The state updates in a node's return value (dicts, or ``Command.update`` of Commands)."""
+    items = output if isinstance(output, list | tuple) else [output]
+    out = []
+    for item in items:
+        update = getattr(item, "update", None) if not isinstance(item, Mapping) else item
+        if isinstance(update, Mapping):
+            out.append(update)
+        elif isinstance(update, list | tuple):  # Command(update=[(key, value), ...])
+            try:
+                out.append(dict(update))
+            except (TypeError, ValueError):
+                continue
+    return out
+
+
+ANSWER_KEYS = ("answer", "final_answer")
+EXTRA_ANSWER_KEYS = ("output", "response", "result")
+
+
+def answer_text(output: Any, *, explicit: bool = False) -> str | None:
+    """The answer a node's update carries: an ``answer``/``final_answer`` string, or the last
+    ``AIMessage`` without tool calls in ``messages``. For nodes named in ``answer_nodes``
+    (``explicit``) also ``output``/``response``/``result`` strings or a plain string return."""
+    if explicit and isinstance(output, str):
+        return output or None
+    keys = ANSWER_KEYS + EXTRA_ANSWER_KEYS if explicit else ANSWER_KEYS
+    for update in _updates(output):
+        for key in keys:
+            value = update.get(key)
+            if isinstance(value, str) and value.strip():
+                return value
+        messages = update.get("messages")
+        if isinstance(messages, list | tuple) and messages:
+            last = messages[-1]
+            if isinstance(last, AIMessage) and not last.tool_calls:
+                text = message_text(last)
+                if text.strip():
+                    return text
+    return None
+
+
+def goto_targets(output: Any) -> list[str]:
+    """Where a node's returned ``Command``(s) send the graph next (node names, Send targets)."""
+    items = output if isinstance(output, list | tuple) else [output]
+    targets: list[str] = []
+    for item in items:
+        if isinstance(item, Mapping) or not hasattr(item, "goto") or not hasattr(item, "update"):
+            continue
+        goto = item.goto
+        for g in goto if isinstance(goto, list | tuple) else [goto]:
+            if isinstance(g, str) and g:
+                targets.append(g)
+            elif hasattr(g, "node") and hasattr(g, "arg"):
+                targets.append(str(g.node))
+    return targets
+
+
+def route_choice(output: Any, options: Mapping[str, str] | None = None) -> list[str]:
+    """The branch(es) a router chose: strings, ``Send`` targets, lists of either."""
+    items = output if isinstance(output, list | tuple) else [output]
+    out: list[str] = []
+    for item in items:
+        if hasattr(item, "node") and hasattr(item, "arg"):
+            out.append(str(item.node))
+        elif item is not None:
+            key = str(item)
+            out.append(options.get(key, key) if options else key)
+    return out

@@ -1,0 +1,321 @@
+"""``instrument(graph)``: one call that turns a compiled LangGraph graph into a traced one.
+
+Each ``invoke``/``ainvoke``/``stream``/``astream`` call is one run = one OTel trace, sent to the
+local span store (complete as soon as the call returns) and, when configured, to an OTLP endpoint
+(content policy + redaction applied there only). The user's global tracer provider is never touched.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import threading
+import uuid
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from typing import Any
+
+from langchain_core.callbacks import BaseCallbackManager
+from langgraph.pregel import Pregel
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanLimits, SpanProcessor, TracerProvider
+
+from causal_middleware.spans.content import (
+    CaptureContent,
+    Redactor,
+    default_redactor,
+    validate_content_settings,
+)
+from causal_middleware.spans.export import (
+    OtlpSettings,
+    RunSpanProcessor,
+    build_otlp_exporter,
+    build_otlp_processor,
+    resolve_otlp_settings,
+)
+from causal_middleware.spans.health import Health, health
+from causal_middleware.store.base import SpanStore
+
+from .graph_info import analyze_graph
+from .handler import CausalCallbackHandler, RunRef
+from .node_wrapper import wrap_graph
+
+DEFAULT_SERVICE_NAME = "causal-middleware"
+# Our own provider keeps whole prompts and long retrieval lists: the SDK defaults (128 attributes,
+# no length limit) would silently drop documents past the ~30th. Content limits apply on export.
+SPAN_LIMITS = SpanLimits(max_span_attributes=100_000, max_event_attributes=1_000, max_attribute_length=None)
+
+
+def _open_store(store: Any) -> tuple[SpanStore | None, bool]:
+    """(store, whether we opened it and so close it on shutdown)."""
+    if store is None:
+        return None, False
+    if isinstance(store, SpanStore):
+        return store, False
+    if isinstance(store, str | os.PathLike):
+        try:
+            from causal_middleware.store.sqlite import SqliteSpanStore
+        except ImportError as exc:  # pragma: no cover - the store ships with the package
+            raise ImportError("store=<path> needs causal_middleware.store.sqlite.SqliteSpanStore") from exc
+        return SqliteSpanStore(store), True
+    raise TypeError(f"store must be a path, a SpanStore or None, got {type(store).__name__}")
+
+
+def _resource() -> Resource:
+    resource = Resource.create()
+    if str(resource.attributes.get("service.name", "unknown_service")).startswith("unknown_service"):
+        resource = resource.merge(Resource({"service.name": DEFAULT_SERVICE_NAME}))
+    return resource
+
+
+class InstrumentedGraph:
+    """A compiled graph whose runs are traced. Same ``invoke``/``ainvoke``/``stream``/``astream``
+    signatures and results as the graph; every other attribute (``get_state``,
+    ``get_state_history``, ``update_state``, ...) is the wrapped graph's.
+
+    Pass ``config={"metadata": {"causal_reference": "gold answer", "causal_labels": {...}}}`` to
+    record a run's reference answer and labels on its run span.
+    """
+
+    def __init__(
+        self,
+        original: Pregel,
+        wrapped: Pregel,
+        handler: CausalCallbackHandler,
+        tracer_provider: TracerProvider,
+        *,
+        owns_provider: bool,
+        store: SpanStore | None,
+        processors: list[SpanProcessor],
+        otlp: OtlpSettings | None,
+    ) -> None:
+        self._original = original
+        self._graph: Any = wrapped  # Any: Pregel's overloads do not type a plain pass-through
+        self._handler = handler
+        self._provider = tracer_provider
+        self._owns_provider = owns_provider
+        self._store = store
+        self._processors = processors
+        self._otlp = otlp
+        self._current: contextvars.ContextVar[RunRef | None] = contextvars.ContextVar(
+            f"causal_run_{id(self)}", default=None
+        )
+        self._last: RunRef | None = None
+        self._closed = False
+        self._close_lock = threading.Lock()
+
+    # --- the graph's run methods ---------------------------------------------------------
+    def _prepare(self, config: Mapping[str, Any] | None) -> dict[str, Any]:
+        if config is not None and not isinstance(config, Mapping):
+            raise TypeError(f"config must be a dict (RunnableConfig) or None, got {type(config).__name__}")
+        cfg: dict[str, Any] = dict(config or {})
+        metadata = cfg.get("metadata") or {}
+        labels = metadata.get("causal_labels")
+        if labels is not None and not isinstance(labels, Mapping):
+            raise ValueError(
+                f"config['metadata']['causal_labels'] must be a dict, got {type(labels).__name__}"
+            )
+        run_id = cfg.get("run_id")
+        if run_id is None:
+            run_id = uuid.uuid4()
+        elif not isinstance(run_id, uuid.UUID):
+            raise ValueError(f"config['run_id'] must be a uuid.UUID, got {run_id!r}")
+        cfg["run_id"] = run_id
+        callbacks = cfg.get("callbacks")
+        if callbacks is None:
+            cfg["callbacks"] = [self._handler]
+        elif isinstance(callbacks, list):
+            cfg["callbacks"] = callbacks if self._handler in callbacks else [*callbacks, self._handler]
+        elif isinstance(callbacks, BaseCallbackManager):
+            manager = callbacks.copy()
+            if self._handler not in manager.handlers:
+                manager.add_handler(self._handler, inherit=True)
+            cfg["callbacks"] = manager
+        else:
+            raise TypeError(
+                f"config['callbacks'] must be a list or a callback manager, got {type(callbacks).__name__}"
+            )
+        ref = RunRef()
+        self._handler.expect_run(run_id, ref)
+        self._current.set(ref)
+        self._last = ref
+        return cfg
+
+    def invoke(self, input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
+        return self._graph.invoke(input, self._prepare(config), **kwargs)
+
+    async def ainvoke(self, input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
+        return await self._graph.ainvoke(input, self._prepare(config), **kwargs)
+
+    def stream(self, input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any) -> Iterator[Any]:
+        return self._graph.stream(input, self._prepare(config), **kwargs)
+
+    def astream(
+        self, input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        return self._graph.astream(input, self._prepare(config), **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.__dict__["_graph"], name)
+
+    def __repr__(self) -> str:
+        return f"InstrumentedGraph({self._handler.info.name!r}, store={type(self._store).__name__ if self._store else None})"
+
+    # --- what the instrumentation adds ---------------------------------------------------
+    @property
+    def last_run_id(self) -> str | None:
+        """Run id (trace id, 32 hex) of the last run started by a call in this thread / task;
+        falls back to the last run started by this graph anywhere when this context started none."""
+        ref = self._current.get() or self._last
+        return ref.run_id if ref is not None else None
+
+    @property
+    def store(self) -> SpanStore | None:
+        return self._store
+
+    @property
+    def tracer_provider(self) -> TracerProvider:
+        return self._provider
+
+    @property
+    def handler(self) -> CausalCallbackHandler:
+        return self._handler
+
+    @property
+    def graph(self) -> Pregel:
+        """The wrapped compiled graph (shares the original's checkpointer)."""
+        return self._graph
+
+    @property
+    def original_graph(self) -> Pregel:
+        return self._original
+
+    @property
+    def otlp(self) -> OtlpSettings | None:
+        """Where spans are exported over OTLP, or None."""
+        return self._otlp
+
+    @property
+    def health(self) -> Health:
+        """The process-wide fail-open counters (errors swallowed by instrumentation, export, store)."""
+        return health
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Push buffered spans to the store and the OTLP endpoint now."""
+        ok = True
+        for processor in self._processors:
+            try:
+                ok = bool(processor.force_flush(timeout_millis)) and ok
+            except Exception as exc:
+                health.record_error("instrument.force_flush", exc)
+                ok = False
+        return ok
+
+    def shutdown(self) -> None:
+        """Flush and stop exporting; closes a store opened from a path. Idempotent."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        try:
+            if self._owns_provider:
+                self._provider.shutdown()
+            else:
+                for processor in self._processors:
+                    processor.shutdown()
+        except Exception as exc:
+            health.record_error("instrument.shutdown", exc)
+
+    def __enter__(self) -> InstrumentedGraph:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+
+def instrument(
+    graph: Pregel,
+    *,
+    store: SpanStore | str | os.PathLike[str] | None = "causal_runs.db",
+    hop_nodes: Iterable[str] | None = None,
+    side_effecting: Iterable[str] = (),
+    otlp_endpoint: str | None = None,
+    otlp_protocol: str | None = None,
+    tracer_provider: TracerProvider | None = None,
+    capture_content: CaptureContent = "full",
+    max_attribute_length: int = 4096,
+    redact: Redactor | None = default_redactor,
+    answer_nodes: Iterable[str] | None = None,
+    graph_name: str | None = None,
+) -> InstrumentedGraph:
+    """Trace every run of a compiled LangGraph graph.
+
+    Args:
+        graph: a compiled graph (``StateGraph(...).compile()``, ``create_agent(...)``).
+        store: where runs are kept: a SQLite path (default ``causal_runs.db``), a ``SpanStore``, or None.
+        hop_nodes: nodes whose every execution starts a hop; default: inferred (docs/instrumentation.md).
+        side_effecting: node or tool names that act on the world.
+        otlp_endpoint, otlp_protocol: OTLP destination (``"http/protobuf"`` or ``"grpc"``); default
+            from the ``OTEL_EXPORTER_OTLP_*`` environment variables; none when nothing names one.
+        tracer_provider: an SDK ``TracerProvider`` to add our processors to (its own exporters keep
+            working, the OTLP environment variables are then ignored); default: our own provider.
+        capture_content: ``"full"``, ``"truncated"`` (to ``max_attribute_length``) or ``"none"``: what
+            OTLP export carries; the local store always keeps everything.
+        redact: ``str -> str`` applied to every exported string attribute; None disables.
+        answer_nodes: nodes whose update is the graph's answer; default: inferred.
+        graph_name: run span name; default the graph's name.
+    """
+    if isinstance(graph, InstrumentedGraph):
+        raise ValueError("graph is already instrumented; pass the original compiled graph")
+    if not isinstance(graph, Pregel):
+        hint = " (call .compile() first)" if hasattr(graph, "compile") else ""
+        raise TypeError(f"instrument() needs a compiled LangGraph graph, got {type(graph).__name__}{hint}")
+    if tracer_provider is not None and not isinstance(tracer_provider, TracerProvider):
+        raise TypeError(
+            "tracer_provider must be an opentelemetry.sdk.trace.TracerProvider (processors are added to it), "
+            f"got {type(tracer_provider).__name__}"
+        )
+    validate_content_settings(capture_content, max_attribute_length, redact)
+    info = analyze_graph(
+        graph,
+        hop_nodes=hop_nodes,
+        answer_nodes=answer_nodes,
+        side_effecting=side_effecting,
+        graph_name=graph_name,
+    )
+    if tracer_provider is None:
+        otlp = resolve_otlp_settings(otlp_endpoint, otlp_protocol)
+    else:
+        otlp = resolve_otlp_settings(otlp_endpoint, otlp_protocol, environ={}) if otlp_endpoint else None
+
+    span_store, owns_store = _open_store(store)
+    owns_provider = tracer_provider is None
+    provider = tracer_provider or TracerProvider(resource=_resource(), span_limits=SPAN_LIMITS)
+    processors: list[SpanProcessor] = []
+    if span_store is not None:
+        processors.append(RunSpanProcessor(span_store, shutdown_exporter=owns_store))
+    if otlp is not None:
+        processors.append(
+            build_otlp_processor(
+                build_otlp_exporter(otlp),
+                capture_content=capture_content,
+                max_attribute_length=max_attribute_length,
+                redact=redact,
+            )
+        )
+    for processor in processors:
+        provider.add_span_processor(processor)
+
+    handler = CausalCallbackHandler(provider, graph_info=info)
+    wrapped = wrap_graph(graph, handler.node_span)
+    return InstrumentedGraph(
+        graph,
+        wrapped,
+        handler,
+        provider,
+        owns_provider=owns_provider,
+        store=span_store,
+        processors=processors,
+        otlp=otlp,
+    )

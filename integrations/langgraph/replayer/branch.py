@@ -1,0 +1,164 @@
+"""One run's branch of a thread's checkpoint tree, and the node outputs recorded along it.
+
+Once a thread has been forked it holds a tree of checkpoints; a run's branch is the path from
+its last checkpoint up to the thread's root (``parent_config`` links). Along it, the output of
+the node that ran from checkpoint ``C`` is ``C.tasks[i].result`` (LangGraph keeps a task's
+writes with the checkpoint it ran from) when the next checkpoint on the branch came from the
+loop. When the next checkpoint came from ``update_state`` (an intervention, or a replayed step)
+the checkpointer keeps no record of what was written, so the output is taken from the in-process
+cache of updates this replayer made, else from the run's own trajectory (the span JSON). A next
+checkpoint of source ``fork`` is a copy LangGraph saves when a run starts from a checkpoint the
+thread has moved past (concurrent forks of one thread): no node ran in between.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from causal_middleware.replay.errors import ReplayError
+
+__all__ = ["Branch", "RecordedTask", "aread_branch", "checkpoint_config", "read_branch"]
+
+# Guards against cycles in a corrupt checkpointer; far above any real run's length.
+_MAX_BRANCH = 100_000
+
+
+@dataclass(frozen=True)
+class RecordedTask:
+    """One node execution on a branch: the node, its ``langgraph_step``, and what it returned."""
+
+    node: str
+    langgraph_step: int
+    output: Any
+    checkpoint_id: str = field(metadata={"doc": "the checkpoint the node ran from"})
+    via: str = "loop"  # "loop" (the node ran) or "update" (written by update_state)
+
+
+@dataclass
+class Branch:
+    """A run's checkpoints, oldest first, and the node outputs recorded between them."""
+
+    thread_id: str
+    snapshots: list[Any]
+    tasks: list[RecordedTask]
+
+    def snapshot(self, checkpoint_id: str) -> Any:
+        for snap in self.snapshots:
+            if snap.config["configurable"]["checkpoint_id"] == checkpoint_id:
+                return snap
+        raise KeyError(checkpoint_id)
+
+    def outputs_after(self, langgraph_step: int) -> list[RecordedTask]:
+        """Recorded node executions with a ``langgraph_step`` above ``langgraph_step``, in step order."""
+        return [t for t in self.tasks if t.langgraph_step > langgraph_step]
+
+    def output_of(self, node: str, langgraph_step: int) -> RecordedTask | None:
+        return next((t for t in self.tasks if t.node == node and t.langgraph_step == langgraph_step), None)
+
+
+def checkpoint_config(thread_id: str, checkpoint_id: str) -> dict[str, Any]:
+    """The config addressing one root-graph checkpoint of a thread."""
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}}
+
+
+def _source(snap: Any) -> str:
+    return str((snap.metadata or {}).get("source", "loop"))
+
+
+def _step(snap: Any) -> int:
+    return int((snap.metadata or {}).get("step", -1))
+
+
+def _tasks(
+    snapshots: Sequence[Any],
+    updates: Mapping[str, tuple[str, Any]],
+    fallback: Mapping[tuple[str, int], Any],
+) -> list[RecordedTask]:
+    out: list[RecordedTask] = []
+    for i, snap in enumerate(snapshots):
+        checkpoint_id = snap.config["configurable"]["checkpoint_id"]
+        step = _step(snap) + 1
+        following = snapshots[i + 1] if i + 1 < len(snapshots) else None
+        if following is not None and _source(following) == "fork":
+            continue  # a copy LangGraph saved before running from a superseded checkpoint: nothing ran
+        if following is not None and _source(following) == "update":
+            written = following.config["configurable"]["checkpoint_id"]
+            if written in updates:
+                node, output = updates[written]
+                out.append(RecordedTask(node, step, output, checkpoint_id, via="update"))
+                continue
+            known = [(node, output) for (node, s), output in fallback.items() if s == step]
+            for node, output in known:
+                out.append(RecordedTask(node, step, output, checkpoint_id, via="update"))
+            continue
+        for task in snap.tasks:
+            if task.name.startswith("__") or task.error is not None:
+                continue
+            if following is None and task.result is None:
+                continue  # the leaf's task never ran (or wrote nothing we can tell apart)
+            out.append(RecordedTask(task.name, step, task.result, checkpoint_id))
+    return out
+
+
+def read_branch(
+    graph: Any,
+    thread_id: str,
+    leaf_checkpoint_id: str,
+    *,
+    updates: Mapping[str, tuple[str, Any]] | None = None,
+    fallback: Mapping[tuple[str, int], Any] | None = None,
+    stop_at: str | None = None,
+) -> Branch:
+    """Walk from ``leaf_checkpoint_id`` towards the root of ``thread_id``'s tree.
+
+    ``updates`` maps a checkpoint written by ``update_state`` to the ``(node, output)`` written;
+    ``fallback`` maps ``(node, langgraph_step)`` to an output known from the run's trajectory.
+    ``stop_at`` ends the walk at that checkpoint (a fork only needs the branch from its fork point
+    on). Raises ``ReplayError`` when the leaf checkpoint is not in the graph's checkpointer.
+    """
+    snapshots: list[Any] = []
+    config: Any = checkpoint_config(thread_id, leaf_checkpoint_id)
+    while config is not None and len(snapshots) < _MAX_BRANCH:
+        snap = graph.get_state(config)
+        if snap.metadata is None:
+            _missing(thread_id, config["configurable"].get("checkpoint_id"))
+        snapshots.append(snap)
+        if stop_at is not None and snap.config["configurable"]["checkpoint_id"] == stop_at:
+            break
+        config = snap.parent_config
+    snapshots.reverse()
+    return Branch(thread_id, snapshots, _tasks(snapshots, updates or {}, fallback or {}))
+
+
+async def aread_branch(
+    graph: Any,
+    thread_id: str,
+    leaf_checkpoint_id: str,
+    *,
+    updates: Mapping[str, tuple[str, Any]] | None = None,
+    fallback: Mapping[tuple[str, int], Any] | None = None,
+    stop_at: str | None = None,
+) -> Branch:
+    """Async twin of :func:`read_branch` (``aget_state``; needed by async-only checkpointers)."""
+    snapshots: list[Any] = []
+    config: Any = checkpoint_config(thread_id, leaf_checkpoint_id)
+    while config is not None and len(snapshots) < _MAX_BRANCH:
+        snap = await graph.aget_state(config)
+        if snap.metadata is None:
+            _missing(thread_id, config["configurable"].get("checkpoint_id"))
+        snapshots.append(snap)
+        if stop_at is not None and snap.config["configurable"]["checkpoint_id"] == stop_at:
+            break
+        config = snap.parent_config
+    snapshots.reverse()
+    return Branch(thread_id, snapshots, _tasks(snapshots, updates or {}, fallback or {}))
+
+
+def _missing(thread_id: str, checkpoint_id: str | None) -> None:
+    raise ReplayError(
+        f"checkpoint {checkpoint_id} of thread {thread_id!r} is not in the graph's checkpointer; "
+        "replay needs the checkpointer the run was recorded with (an InMemorySaver does not outlive "
+        "its process: use SqliteSaver or PostgresSaver to replay runs later)"
+    )

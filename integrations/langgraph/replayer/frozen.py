@@ -1,0 +1,127 @@
+"""The node override a fork installs: frozen suffix nodes and side-effecting nodes.
+
+The instrumentation's node wrapper calls ``config["configurable"]["causal_node_override"]`` as
+``override(node_name, state, config) -> (handled, output)``; ``(True, output)`` makes the node
+return ``output`` without running (its span gets ``causal.node.frozen=true``).
+
+* ``frozen`` mode: every root-graph node outside the re-run set returns the output the parent
+  recorded for the same ``(node, langgraph_step)``; when the fork's path has diverged and there
+  is no such record, the node runs live and the divergence is reported.
+* every mode: a side-effecting node returns its recorded output (same step, else the next
+  unused execution of that node, in order) or raises ``SideEffectBlockedError``, unless the fork
+  allows side effects.
+
+Nodes inside a subgraph are never overridden on their own: freezing the subgraph's node in the
+parent graph already covers them.
+
+Step numbers: when another fork of the same thread wrote a checkpoint between this fork's
+``update_state`` and the start of its run, LangGraph saves one more "fork" checkpoint before
+running, so every ``langgraph_step`` of this fork is one higher than the parent's for the same
+position. The first node call tells the offset (the fork's first superstep is ``fork_step + 1``
+in the parent's numbering), and recorded outputs are looked up with it.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from causal_middleware.replay.errors import SideEffectBlockedError
+from causal_middleware.replay.protocol import SuffixMode
+
+from .branch import RecordedTask
+
+__all__ = ["SuffixOverride"]
+
+
+class SuffixOverride:
+    """``causal_node_override`` for one fork run. Thread-safe (parallel branches share it)."""
+
+    def __init__(
+        self,
+        *,
+        mode: SuffixMode,
+        recorded: Sequence[RecordedTask],
+        first_step: int,
+        rerun: Iterable[str] = (),
+        side_effecting: Iterable[str] = (),
+        allow_side_effects: bool = False,
+    ) -> None:
+        self.mode = mode
+        self.rerun = frozenset(rerun)
+        self.side_effecting = frozenset(side_effecting)
+        self.allow_side_effects = allow_side_effects
+        self._recorded = list(recorded)
+        self.first_step = first_step
+        self.step_offset: int | None = None
+        self._used: set[int] = set()
+        self._lock = threading.Lock()
+        self.frozen: list[tuple[str, int | None]] = []
+        self.live: list[tuple[str, int | None]] = []
+        self.diverged: list[tuple[str, int | None]] = []
+        self.served_side_effects: list[tuple[str, int | None]] = []
+
+    def _take(self, node: str, step: int | None, *, by_order: bool) -> tuple[bool, Any]:
+        with self._lock:
+            index = next(
+                (
+                    i
+                    for i, t in enumerate(self._recorded)
+                    if i not in self._used and t.node == node and t.langgraph_step == step
+                ),
+                None,
+            )
+            if index is None and by_order:
+                index = next(
+                    (i for i, t in enumerate(self._recorded) if i not in self._used and t.node == node), None
+                )
+            if index is None:
+                return False, None
+            self._used.add(index)
+            return True, copy.deepcopy(self._recorded[index].output)
+
+    def _parent_step(self, seen: Any) -> int | None:
+        if not isinstance(seen, int):
+            return None
+        with self._lock:
+            if self.step_offset is None:
+                self.step_offset = max(0, seen - self.first_step)
+            return seen - self.step_offset
+
+    def __call__(self, node: str, state: Any, config: Mapping[str, Any]) -> tuple[bool, Any]:
+        metadata = config.get("metadata") or {}
+        if "|" in str(metadata.get("langgraph_checkpoint_ns") or ""):
+            return False, None
+        step = self._parent_step(metadata.get("langgraph_step"))
+        blocked_side_effect = node in self.side_effecting and not self.allow_side_effects
+        if blocked_side_effect:
+            found, output = self._take(node, step, by_order=True)
+            if not found:
+                raise SideEffectBlockedError(node, kind="node", detail=f" at step {step}")
+            with self._lock:
+                self.served_side_effects.append((node, step))
+                self.frozen.append((node, step))
+            return True, output
+        if self.mode == "frozen" and node not in self.rerun:
+            found, output = self._take(node, step, by_order=False)
+            with self._lock:
+                (self.frozen if found else self.diverged).append((node, step))
+                if not found:
+                    self.live.append((node, step))
+            return found, output
+        with self._lock:
+            self.live.append((node, step))
+        return False, None
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready account for the fork's labels."""
+        with self._lock:
+            return {
+                "frozen": [list(x) for x in self.frozen],
+                "live": [list(x) for x in self.live],
+                "diverged": [list(x) for x in self.diverged],
+                "side_effecting_served": [list(x) for x in self.served_side_effects],
+                "step_offset": self.step_offset or 0,
+            }

@@ -1,0 +1,697 @@
+"""``Replayer``: fork a recorded run at any step, intervene, and run (or freeze, or replay) the suffix.
+
+A fork never touches the original: ``update_state`` on the checkpoint before the node writes a
+new child checkpoint (the same thread's tree branches there), the suffix runs from that child, and
+its spans form a new trace. The store links that trace to the parent (lineage) and reads it back
+stitched onto the parent's prefix (``causal_middleware.replay.stitch``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.errors import InvalidUpdateError
+from langgraph.types import Overwrite, StateUpdate
+
+from causal_middleware.replay.determinism import (
+    DeterminismReport,
+    compare_suffixes,
+    determinism_settings,
+)
+from causal_middleware.replay.errors import ReplayError
+from causal_middleware.replay.policy import ForkPolicy, RecordedCall, fork_policy
+from causal_middleware.replay.protocol import SuffixMode
+from causal_middleware.replay.request import ForkPoint, ForkRequest
+from causal_middleware.replay.stitch import (
+    BRANCH_CHECKPOINT_LABEL,
+    HOPS_OFFSET_LABEL,
+    INTERVENED,
+    REPLAYED,
+    at_root,
+    is_stitched,
+    stitch_fork,
+)
+from causal_middleware.spans.model import Lineage, NodeStep, Trajectory
+from causal_middleware.store.base import SpanStore
+
+from ..instrument import InstrumentedGraph
+from .branch import Branch, aread_branch, checkpoint_config, read_branch
+from .emit import emit_replay_run
+from .frozen import SuffixOverride
+from .lineage import build_lineage, run_metadata
+from .locate import LEAF_LABEL, find_leaf_in_history, leaf_checkpoint_id, pre_checkpoint, select_fork_step
+from .side_effects import guard_graph_tools
+
+__all__ = ["Replayer"]
+
+MODES = ("regenerate", "frozen", "replay")
+_UPDATE_CACHE = 4096
+
+
+@dataclass
+class _Plan:
+    """Everything decided before the fork is written: the parent, the fork point, the new output."""
+
+    request: ForkRequest
+    parent: Trajectory
+    thread_id: str
+    fork_step: NodeStep
+    pre: Any
+    branch: Branch
+    new_output: Any
+    update_values: Any
+    lineage: Lineage
+    rerun: frozenset[str]
+    side_effecting_nodes: frozenset[str]
+    recorded_tools: list[RecordedCall]
+    labels: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def node(self) -> str:
+        return str(self.fork_step.node)
+
+    @property
+    def langgraph_step(self) -> int:
+        return int(self.fork_step.langgraph_step or 0)
+
+
+class Replayer:
+    """Forks recorded runs of an instrumented graph.
+
+    Args:
+        graph: the ``InstrumentedGraph`` the runs were recorded with (``causal_middleware.instrument``);
+            its compiled graph must have the checkpointer that holds the runs' checkpoints.
+        store: where runs are read and forks are written; default the instrumented graph's store.
+        max_concurrency: forks running at once (threads share one bound, each event loop has its own).
+        side_effecting: extra node or tool names that must not re-run in a fork (besides those marked
+            ``@side_effecting`` or passed to ``instrument(side_effecting=...)``).
+        answer_nodes: the default re-run set of ``frozen`` mode; default the graph's answer nodes.
+
+    ``fork`` is safe to call from many threads, ``afork`` from many tasks.
+    """
+
+    def __init__(
+        self,
+        graph: InstrumentedGraph,
+        *,
+        store: SpanStore | None = None,
+        max_concurrency: int = 4,
+        side_effecting: Iterable[str] = (),
+        answer_nodes: Iterable[str] | None = None,
+    ) -> None:
+        if not isinstance(graph, InstrumentedGraph):
+            raise TypeError(
+                "Replayer needs an InstrumentedGraph (causal_middleware.instrument(graph, ...)), "
+                f"got {type(graph).__name__}"
+            )
+        if getattr(graph.graph, "checkpointer", None) in (None, False):
+            raise ReplayError(
+                "the graph has no checkpointer; compile it with one (e.g. SqliteSaver) so runs can be forked"
+            )
+        resolved = store if store is not None else graph.store
+        if resolved is None:
+            raise ValueError("the instrumented graph keeps no local store; pass store= to the Replayer")
+        self.store: SpanStore = resolved
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
+        if isinstance(side_effecting, str):
+            side_effecting = (side_effecting,)
+        self.graph = graph
+        self.max_concurrency = max_concurrency
+        info = graph.handler.info
+        self._node_names = frozenset(info.node_names)
+        self.side_effecting = frozenset(side_effecting) | frozenset(info.side_effecting)
+        self._answer_nodes = frozenset(answer_nodes) if answer_nodes is not None else None
+        self._info_answer_nodes = frozenset(info.answer_nodes)
+        self.guarded_tools = guard_graph_tools(graph.original_graph, self.side_effecting)
+        self._slots = threading.BoundedSemaphore(max_concurrency)
+        self._async_slots: dict[int, asyncio.Semaphore] = {}
+        self._lock = threading.Lock()
+        self._updates: OrderedDict[str, tuple[str, Any]] = OrderedDict()
+
+    # --- public API ----------------------------------------------------------------------
+    def locate(
+        self, run_id: str, *, hop: int | None = None, node: str | None = None, step: int | None = None
+    ) -> ForkPoint:
+        """The checkpoint just before the named step of ``run_id`` ran, on the run's own branch."""
+        parent = self.store.get_trajectory(run_id)
+        thread_id = self._thread_of(parent)
+        fork_step = select_fork_step(parent, hop=hop, node=node, step=step)
+        branch = self._read_branch(parent, thread_id, stop_at=fork_step.checkpoint_id)
+        return self._fork_point(parent, thread_id, fork_step, branch)
+
+    def fork(
+        self,
+        run_id: str,
+        *,
+        hop: int | None = None,
+        node: str | None = None,
+        step: int | None = None,
+        values: dict[str, Any] | None = None,
+        update: Callable[[Any], Any] | None = None,
+        mode: SuffixMode = "regenerate",
+        rerun: list[str] | None = None,
+        allow_side_effects: bool = False,
+        intervention_kind: str = "replace",
+        labels: dict[str, Any] | None = None,
+        overwrite: Sequence[str] = (),
+    ) -> Trajectory:
+        """Fork ``run_id`` before the named step, replace the step's output, run the suffix.
+
+        The fork point is ``hop`` (its first node step) and/or ``node``, or ``step`` (the
+        ``langgraph_step``). ``values`` overrides keys of the step's recorded output; ``update`` is
+        a function of the recorded output (a deep copy) returning the new output; with neither, the
+        recorded output is put back unchanged (a plain re-run from that step). The new output goes
+        through the state's reducers as if the node had returned it (an ``operator.add`` channel
+        gets it instead of the original contribution, not on top of it); name keys in ``overwrite``
+        to replace their whole accumulated value instead.
+
+        ``mode``: ``"regenerate"`` runs the suffix live; ``"frozen"`` returns every later node's
+        recorded output except nodes in ``rerun`` (default: the answer nodes), running live only
+        where the path diverged; ``"replay"`` rebuilds the recorded path with no node execution.
+        Side-effecting nodes and tools return recorded outputs (or raise ``SideEffectBlockedError``)
+        unless ``allow_side_effects``.
+
+        Returns the fork's stored trajectory, stitched onto the parent's prefix, whose ``lineage``
+        names the parent run, the fork point, the mode and the intervention.
+        """
+        request = ForkRequest(
+            run_id=run_id,
+            hop=hop,
+            node=node,
+            step=step,
+            values=values,
+            update=update,
+            mode=mode,
+            rerun=rerun,
+            allow_side_effects=allow_side_effects,
+            intervention_kind=intervention_kind,
+            labels=labels,
+            overwrite=list(overwrite),
+        )
+        with self._slots:
+            return self._fork(request)
+
+    async def afork(
+        self,
+        run_id: str,
+        *,
+        hop: int | None = None,
+        node: str | None = None,
+        step: int | None = None,
+        values: dict[str, Any] | None = None,
+        update: Callable[[Any], Any] | None = None,
+        mode: SuffixMode = "regenerate",
+        rerun: list[str] | None = None,
+        allow_side_effects: bool = False,
+        intervention_kind: str = "replace",
+        labels: dict[str, Any] | None = None,
+        overwrite: Sequence[str] = (),
+    ) -> Trajectory:
+        """Async twin of :meth:`fork` (needs an async-capable checkpointer, e.g. InMemorySaver,
+        AsyncSqliteSaver, AsyncPostgresSaver)."""
+        request = ForkRequest(
+            run_id=run_id,
+            hop=hop,
+            node=node,
+            step=step,
+            values=values,
+            update=update,
+            mode=mode,
+            rerun=rerun,
+            allow_side_effects=allow_side_effects,
+            intervention_kind=intervention_kind,
+            labels=labels,
+            overwrite=list(overwrite),
+        )
+        async with self._async_slot():
+            return await self._afork(request)
+
+    def fork_many(
+        self, requests: Iterable[ForkRequest | Mapping[str, Any]], *, return_exceptions: bool = False
+    ) -> list[Trajectory | BaseException]:
+        """Run many forks on a thread pool of ``max_concurrency`` threads; results in request order.
+
+        With ``return_exceptions=True`` a failed fork's exception takes its place in the list;
+        otherwise the first failure (in request order) is raised after every fork has finished.
+        """
+        reqs = [_as_request(r) for r in requests]
+        with ThreadPoolExecutor(max_workers=self.max_concurrency, thread_name_prefix="causal-fork") as pool:
+            futures = [pool.submit(self.fork, r.run_id, **r.kwargs()) for r in reqs]
+            results: list[Trajectory | BaseException] = []
+            for future in futures:
+                exc = future.exception()
+                results.append(exc if exc is not None else future.result())
+        if not return_exceptions:
+            for item in results:
+                if isinstance(item, BaseException):
+                    raise item
+        return results
+
+    async def afork_many(
+        self, requests: Iterable[ForkRequest | Mapping[str, Any]], *, return_exceptions: bool = False
+    ) -> list[Trajectory | BaseException]:
+        """Run many forks as asyncio tasks (at most ``max_concurrency`` at once); results in order."""
+        reqs = [_as_request(r) for r in requests]
+        results = await asyncio.gather(
+            *(self.afork(r.run_id, **r.kwargs()) for r in reqs), return_exceptions=return_exceptions
+        )
+        return list(results)
+
+    def check_determinism(
+        self,
+        run_id: str,
+        *,
+        hop: int | None = None,
+        node: str | None = None,
+        step: int | None = None,
+        values: dict[str, Any] | None = None,
+        update: Callable[[Any], Any] | None = None,
+        mode: SuffixMode = "regenerate",
+        repeats: int = 2,
+    ) -> DeterminismReport:
+        """Fork ``run_id`` the same way ``repeats`` times and report whether the executed suffixes
+        differ. With no fork point, forks before the run's first node (a full re-run from the input)."""
+        if repeats < 2:
+            raise ValueError(f"repeats must be at least 2 to compare re-runs, got {repeats}")
+        parent = self.store.get_trajectory(run_id)
+        if hop is None and node is None and step is None:
+            first = min(
+                (s for s in parent.steps if s.kind == "node" and s.langgraph_step is not None and at_root(s)),
+                key=lambda s: s.langgraph_step or 0,
+                default=None,
+            )
+            if first is None:
+                raise ReplayError(f"run {run_id} has no node steps to fork")
+            node, step = first.node, first.langgraph_step
+        forks = [
+            self.fork(
+                run_id,
+                hop=hop,
+                node=node,
+                step=step,
+                values=values,
+                update=update,
+                mode=mode,
+                intervention_kind="determinism-check",
+                labels={"replay.determinism_check": i},
+            )
+            for i in range(repeats)
+        ]
+        difference = compare_suffixes(forks)
+        lineage = forks[0].lineage
+        return DeterminismReport(
+            run_id=run_id,
+            fork_node=lineage.fork_node if lineage else node,
+            fork_step=lineage.fork_step if lineage else step,
+            fork_hop=lineage.fork_hop if lineage else hop,
+            mode=mode,
+            repeats=repeats,
+            fork_run_ids=[f.run_id for f in forks],
+            deterministic=difference is None,
+            answers=[f.answer for f in forks],
+            first_difference=difference,
+            settings=determinism_settings(parent),
+        )
+
+    # --- planning ------------------------------------------------------------------------
+    def _thread_of(self, parent: Trajectory) -> str:
+        if not parent.thread_id:
+            raise ReplayError(
+                f"run {parent.run_id} has no thread id: it was not run with a checkpointer and "
+                "config={'configurable': {'thread_id': ...}}, so it has no checkpoints to fork"
+            )
+        return parent.thread_id
+
+    def _fallback_outputs(self, parent: Trajectory) -> dict[tuple[str, int], Any]:
+        return {
+            (str(s.node), int(s.langgraph_step)): s.output
+            for s in parent.steps
+            if s.kind == "node"
+            and s.langgraph_step is not None
+            and (s.attributes.get(INTERVENED) or s.attributes.get(REPLAYED))
+        }
+
+    def _updates_snapshot(self) -> dict[str, tuple[str, Any]]:
+        with self._lock:
+            return dict(self._updates)
+
+    def _remember_update(self, checkpoint_id: str, node: str, output: Any) -> None:
+        with self._lock:
+            self._updates[checkpoint_id] = (node, copy.deepcopy(output))
+            while len(self._updates) > _UPDATE_CACHE:
+                self._updates.popitem(last=False)
+
+    def _leaf(self, parent: Trajectory, thread_id: str) -> str:
+        leaf = leaf_checkpoint_id(parent)
+        if leaf is not None:
+            return leaf
+        history = list(self.graph.graph.get_state_history({"configurable": {"thread_id": thread_id}}))
+        return find_leaf_in_history(history, parent)
+
+    async def _aleaf(self, parent: Trajectory, thread_id: str) -> str:
+        leaf = leaf_checkpoint_id(parent)
+        if leaf is not None:
+            return leaf
+        history = [
+            s async for s in self.graph.graph.aget_state_history({"configurable": {"thread_id": thread_id}})
+        ]
+        return find_leaf_in_history(history, parent)
+
+    def _read_branch(self, parent: Trajectory, thread_id: str, stop_at: str | None = None) -> Branch:
+        return read_branch(
+            self.graph.graph,
+            thread_id,
+            self._leaf(parent, thread_id),
+            updates=self._updates_snapshot(),
+            fallback=self._fallback_outputs(parent),
+            stop_at=stop_at,
+        )
+
+    async def _aread_branch(self, parent: Trajectory, thread_id: str, stop_at: str | None = None) -> Branch:
+        return await aread_branch(
+            self.graph.graph,
+            thread_id,
+            await self._aleaf(parent, thread_id),
+            updates=self._updates_snapshot(),
+            fallback=self._fallback_outputs(parent),
+            stop_at=stop_at,
+        )
+
+    def _fork_point(
+        self, parent: Trajectory, thread_id: str, fork_step: NodeStep, branch: Branch
+    ) -> ForkPoint:
+        pre = pre_checkpoint(branch, fork_step)
+        recorded = branch.output_of(str(fork_step.node), int(fork_step.langgraph_step or 0))
+        return ForkPoint(
+            run_id=parent.run_id,
+            thread_id=thread_id,
+            node=str(fork_step.node),
+            langgraph_step=int(fork_step.langgraph_step or 0),
+            hop=fork_step.hop,
+            checkpoint_id=str(pre.config["configurable"]["checkpoint_id"]),
+            step_id=fork_step.step_id,
+            recorded_output=recorded.output if recorded is not None else None,
+        )
+
+    def _plan(
+        self, request: ForkRequest, parent: Trajectory, thread_id: str, fork_step: NodeStep, branch: Branch
+    ) -> _Plan:
+        point = self._fork_point(parent, thread_id, fork_step, branch)
+        pre = branch.snapshot(point.checkpoint_id)
+        recorded = branch.output_of(point.node, point.langgraph_step)
+        if recorded is None and request.values is None and request.update is None:
+            raise ReplayError(
+                f"run {parent.run_id} has no recorded output for node {point.node!r} at step "
+                f"{point.langgraph_step} (did it fail?); pass values= to say what it should return"
+            )
+        new_output = _new_output(recorded.output if recorded is not None else None, request)
+        self._check_keys(new_output, point.node)
+        update_values = _with_overwrites(new_output, request.overwrite)
+        kind = request.intervention_kind
+        if kind == "replace" and request.values is None and request.update is None:
+            kind = "identity"
+        lineage = build_lineage(
+            parent_run_id=parent.run_id,
+            checkpoint_id=point.checkpoint_id,
+            node=point.node,
+            langgraph_step=point.langgraph_step,
+            hop=point.hop,
+            mode=request.mode,
+            new_output=new_output,
+            kind=kind,
+            description=_describe(request),
+        )
+        rerun = self._rerun_set(request, parent)
+        side_nodes = frozenset(
+            str(s.node) for s in parent.steps if s.kind == "node" and s.side_effecting and s.node
+        ) | (self.side_effecting & self._node_names)
+        tools = [
+            RecordedCall(name=s.tool_name, args=s.args, output=s.output, langgraph_step=s.langgraph_step)
+            for s in parent.steps
+            if s.kind == "tool" and (s.langgraph_step or 0) > point.langgraph_step
+        ]
+        labels: dict[str, Any] = {
+            **(request.labels or {}),
+            "replay.mode": request.mode,
+            HOPS_OFFSET_LABEL: False,
+            "replay.determinism": determinism_settings(parent).model_dump(mode="json"),
+        }
+        if request.mode == "frozen":
+            labels["replay.rerun"] = sorted(rerun)
+        return _Plan(
+            request=request,
+            parent=parent,
+            thread_id=thread_id,
+            fork_step=fork_step,
+            pre=pre,
+            branch=branch,
+            new_output=new_output,
+            update_values=update_values,
+            lineage=lineage,
+            rerun=rerun,
+            side_effecting_nodes=side_nodes,
+            recorded_tools=tools,
+            labels=labels,
+        )
+
+    def _check_keys(self, new_output: Any, node: str) -> None:
+        # LangGraph silently drops writes to unknown channels; a typo would make a no-op fork.
+        if not isinstance(new_output, Mapping):
+            return
+        channels = getattr(self.graph.graph, "channels", None) or {}
+        known = {k for k in channels if not k.startswith(("branch:", "__"))}
+        unknown = sorted(str(k) for k in new_output if k not in known)
+        if known and unknown:
+            raise ReplayError(
+                f"the new output of node {node!r} names unknown state key(s) {unknown}; "
+                f"the graph's state keys are {sorted(known)}"
+            )
+
+    def _rerun_set(self, request: ForkRequest, parent: Trajectory) -> frozenset[str]:
+        if request.rerun is not None:
+            unknown = sorted(set(request.rerun) - self._node_names)
+            if unknown:
+                raise ValueError(
+                    f"rerun names unknown node(s) {unknown}; the graph's nodes are {sorted(self._node_names)}"
+                )
+            return frozenset(request.rerun)
+        if self._answer_nodes is not None:
+            return self._answer_nodes
+        if self._info_answer_nodes:
+            return self._info_answer_nodes
+        answered = frozenset(str(s.node) for s in parent.steps if s.kind == "answer" and s.node)
+        if answered:
+            return answered
+        last = max(
+            (s for s in parent.steps if s.kind == "node" and s.langgraph_step is not None and at_root(s)),
+            key=lambda s: s.langgraph_step or 0,
+            default=None,
+        )
+        return frozenset({str(last.node)}) if last is not None else frozenset()
+
+    def _run_config(
+        self, plan: _Plan, fork_config: Mapping[str, Any], hook: SuffixOverride
+    ) -> dict[str, Any]:
+        return {
+            "configurable": {**fork_config["configurable"], "causal_node_override": hook},
+            "metadata": run_metadata(plan.lineage, plan.labels, plan.parent.reference),
+        }
+
+    def _hook(self, plan: _Plan) -> SuffixOverride:
+        return SuffixOverride(
+            mode=plan.request.mode,
+            recorded=plan.branch.outputs_after(plan.langgraph_step),
+            first_step=plan.langgraph_step + 1,
+            rerun=plan.rerun,
+            side_effecting=plan.side_effecting_nodes,
+            allow_side_effects=plan.request.allow_side_effects,
+        )
+
+    def _policy(self, plan: _Plan) -> ForkPolicy:
+        return ForkPolicy(
+            allow_side_effects=plan.request.allow_side_effects,
+            recorded=plan.recorded_tools,
+            side_effecting=self.side_effecting,
+        )
+
+    def _supersteps(self, plan: _Plan) -> list[list[StateUpdate]]:
+        steps: dict[int, list[StateUpdate]] = {}
+        for task in plan.branch.outputs_after(plan.langgraph_step):
+            steps.setdefault(task.langgraph_step, []).append(
+                StateUpdate(values=copy.deepcopy(task.output), as_node=task.node)
+            )
+        return [steps[k] for k in sorted(steps)]
+
+    def _finish(self, plan: _Plan, own: Trajectory) -> Trajectory:
+        if own.lineage is not None and not is_stitched(own):
+            return stitch_fork(plan.parent, own)
+        return own
+
+    # --- sync execution ------------------------------------------------------------------
+    def _fork(self, request: ForkRequest) -> Trajectory:
+        parent = self.store.get_trajectory(request.run_id)
+        thread_id = self._thread_of(parent)
+        fork_step = select_fork_step(parent, hop=request.hop, node=request.node, step=request.step)
+        branch = self._read_branch(parent, thread_id, stop_at=fork_step.checkpoint_id)
+        plan = self._plan(request, parent, thread_id, fork_step, branch)
+        graph = self.graph.graph
+        fork_config = _update_state(graph.update_state, plan)
+        branch_id = str(fork_config["configurable"]["checkpoint_id"])
+        self._remember_update(branch_id, plan.node, plan.new_output)
+        plan.labels[BRANCH_CHECKPOINT_LABEL] = branch_id
+        if request.mode == "replay":
+            supersteps = self._supersteps(plan)
+            end = graph.bulk_update_state(fork_config, supersteps) if supersteps else fork_config
+            final = graph.get_state(end).values
+            return self._record_replay(plan, end, final, len(supersteps))
+        hook, policy = self._hook(plan), self._policy(plan)
+        error: BaseException | None = None
+        with fork_policy(policy):
+            try:
+                self.graph.invoke(None, self._run_config(plan, fork_config, hook))
+            except Exception as exc:
+                error = exc
+        run_id = self._run_id_after(error)
+        self.store.annotate(run_id, **self._annotations(plan, hook, policy, error))
+        if error is not None:
+            raise error
+        return self._finish(plan, self.store.get_trajectory(run_id))
+
+    def _record_replay(self, plan: _Plan, end: Mapping[str, Any], final: Any, n_steps: int) -> Trajectory:
+        plan.labels[LEAF_LABEL] = str(end["configurable"]["checkpoint_id"])
+        plan.labels["replay.replayed_supersteps"] = n_steps
+        run_id = emit_replay_run(
+            self.graph.tracer_provider,
+            graph_name=self.graph.handler.info.name,
+            thread_id=plan.thread_id,
+            lineage=plan.lineage,
+            labels=plan.labels,
+            reference=plan.parent.reference,
+            final_state=final,
+        )
+        self.store.annotate(run_id, lineage=plan.lineage, labels=plan.labels, reference=plan.parent.reference)
+        return self._finish(plan, self.store.get_trajectory(run_id))
+
+    def _run_id_after(self, error: BaseException | None) -> str:
+        run_id = self.graph.last_run_id
+        if run_id is None:
+            raise ReplayError(
+                "the fork run left no trace (the instrumentation did not start a run)"
+            ) from error
+        return run_id
+
+    def _annotations(
+        self, plan: _Plan, hook: SuffixOverride, policy: ForkPolicy, error: BaseException | None
+    ) -> dict[str, Any]:
+        labels = {**plan.labels, "replay.suffix": hook.summary(), "replay.side_effects": policy.summary()}
+        if error is not None:
+            labels["replay.error"] = f"{type(error).__name__}: {error}"
+        return {"lineage": plan.lineage, "labels": labels, "reference": plan.parent.reference}
+
+    # --- async execution -----------------------------------------------------------------
+    def _async_slot(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            slot = self._async_slots.get(id(loop))
+            if slot is None:
+                slot = self._async_slots[id(loop)] = asyncio.Semaphore(self.max_concurrency)
+            return slot
+
+    async def _afork(self, request: ForkRequest) -> Trajectory:
+        parent = await self.store.aget_trajectory(request.run_id)
+        thread_id = self._thread_of(parent)
+        fork_step = select_fork_step(parent, hop=request.hop, node=request.node, step=request.step)
+        branch = await self._aread_branch(parent, thread_id, stop_at=fork_step.checkpoint_id)
+        plan = self._plan(request, parent, thread_id, fork_step, branch)
+        graph = self.graph.graph
+        fork_config = await _aupdate_state(graph.aupdate_state, plan)
+        branch_id = str(fork_config["configurable"]["checkpoint_id"])
+        self._remember_update(branch_id, plan.node, plan.new_output)
+        plan.labels[BRANCH_CHECKPOINT_LABEL] = branch_id
+        if request.mode == "replay":
+            supersteps = self._supersteps(plan)
+            end = await graph.abulk_update_state(fork_config, supersteps) if supersteps else fork_config
+            final = (await graph.aget_state(end)).values
+            return await asyncio.to_thread(self._record_replay, plan, end, final, len(supersteps))
+        hook, policy = self._hook(plan), self._policy(plan)
+        error: BaseException | None = None
+        with fork_policy(policy):
+            try:
+                await self.graph.ainvoke(None, self._run_config(plan, fork_config, hook))
+            except Exception as exc:
+                error = exc
+        run_id = self._run_id_after(error)
+        await self.store.aannotate(run_id, **self._annotations(plan, hook, policy, error))
+        if error is not None:
+            raise error
+        return self._finish(plan, await self.store.aget_trajectory(run_id))
+
+
+# --- helpers ----------------------------------------------------------------------------------
+def _as_request(item: ForkRequest | Mapping[str, Any]) -> ForkRequest:
+    if isinstance(item, ForkRequest):
+        return item
+    if isinstance(item, Mapping):
+        return ForkRequest(**item)
+    raise TypeError(f"fork requests must be ForkRequest objects or dicts, got {type(item).__name__}")
+
+
+def _new_output(recorded: Any, request: ForkRequest) -> Any:
+    if request.update is not None:
+        if not callable(request.update):
+            raise TypeError("update= must be a callable taking the recorded output and returning the new one")
+        return request.update(copy.deepcopy(recorded))
+    if request.values is not None:
+        base = copy.deepcopy(dict(recorded)) if isinstance(recorded, Mapping) else {}
+        return {**base, **request.values}
+    return copy.deepcopy(recorded)
+
+
+def _with_overwrites(new_output: Any, keys: Sequence[str]) -> Any:
+    if not keys:
+        return new_output
+    if not isinstance(new_output, Mapping):
+        raise ValueError("overwrite= needs the new output to be a dict of state keys")
+    missing = sorted(set(keys) - set(new_output))
+    if missing:
+        raise ValueError(f"overwrite= names keys {missing} that the new output does not set")
+    return {k: Overwrite(v) if k in keys else v for k, v in new_output.items()}
+
+
+def _describe(request: ForkRequest) -> str:
+    if request.update is not None:
+        return f"update={getattr(request.update, '__name__', type(request.update).__name__)}"
+    if request.values is not None:
+        return f"values for {sorted(request.values)}"
+    return "recorded output put back unchanged"
+
+
+def _update_error(plan: _Plan, exc: Exception) -> ReplayError:
+    return ReplayError(
+        f"cannot write the new output of node {plan.node!r} at step {plan.langgraph_step} into the fork: "
+        f"{type(exc).__name__}: {exc}"
+    )
+
+
+def _update_state(update_state: Callable[..., Any], plan: _Plan) -> Any:
+    config = checkpoint_config(plan.thread_id, str(plan.pre.config["configurable"]["checkpoint_id"]))
+    try:
+        return dict(update_state(config, plan.update_values, as_node=plan.node))
+    except (InvalidUpdateError, ValueError, TypeError, KeyError) as exc:
+        raise _update_error(plan, exc) from exc
+
+
+async def _aupdate_state(update_state: Callable[..., Awaitable[Any]], plan: _Plan) -> Any:
+    config = checkpoint_config(plan.thread_id, str(plan.pre.config["configurable"]["checkpoint_id"]))
+    try:
+        return dict(await update_state(config, plan.update_values, as_node=plan.node))
+    except (InvalidUpdateError, ValueError, TypeError, KeyError) as exc:
+        raise _update_error(plan, exc) from exc

@@ -1,0 +1,130 @@
+"""path_aware: provenance, the evidence audit, probes chosen by fault path, uncertainty."""
+
+from __future__ import annotations
+
+import pytest
+from attribution_sim import World, context_for, faulted_run, inject, make_world
+
+from causal_middleware.attribution import DiagnosisContext, get_diagnoser
+from causal_middleware.bench.fp_report import FPUnit, build_results
+from causal_middleware.faults.model import FaultLabel
+from causal_middleware.spans.model import Trajectory
+from causal_middleware.world.scoring import is_correct
+
+FAMILIES = ("empty_retrieval", "irrelevant_documents", "false_premise", "stale_evidence", "content_corruption")
+
+
+@pytest.fixture(scope="module")
+def shared() -> tuple[World, Trajectory]:
+    """One world and one successful base run for the non-persistent faults (they leave the world as is)."""
+    world = make_world()
+    return world, world.backend.run(world.questions["q0-3"])
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("hop", [1, 2, 3])
+def test_right_hop_with_one_probe_chosen_by_path(shared, family: str, hop: int) -> None:
+    world, base = shared
+    run = inject(world, base, family, hop)
+    d = get_diagnoser("path_aware").diagnose(run, context_for(world))
+    assert (d.hop, d.stage, d.uncertain, d.candidates) == (hop, "retrieval", False, [hop])
+    assert d.cost.reexecutions == 1 and d.probes[0].restored is True
+    # the probe follows the path: nothing downstream depends on the last hop -> frozen suffix
+    assert d.probes[0].mode == ("frozen" if hop == 3 else "regenerate")
+    assert d.details["confirmed"] is True and d.cost.retrievals >= len(run.hops)
+    assert d.step_scores[f"hop:{hop}"] == 1.0
+
+
+def test_without_the_audit_provenance_alone_finds_bridge_faults(world) -> None:
+    run = faulted_run(world, "content_corruption", 1)  # the agent ends with "unknown"
+    d = get_diagnoser("path_aware", audit=False).diagnose(run, context_for(world))
+    assert d.hop == 1 and d.details["path"] == "bridge" and d.propagation is True
+    assert d.details["audit"] is None
+    reasons = " ".join(s["reasons"][0] for s in d.details["suspects"])
+    assert "searched for ['holdings', 'quintar']" in reasons
+
+
+def test_corruption_into_another_real_entity_escalates_along_the_bridge() -> None:
+    """Hop 2's founder is corrupted into a near-namesake that exists: hop 3 finds evidence about
+    it and the run answers its birthplace. Provenance points at hop 3; its probes fail, so the
+    blame moves to hop 2, which produced the entity hop 3 searched for, and that probe restores."""
+    world = make_world(sloppy=True)
+    run = faulted_run(world, "content_corruption", 2, corrupt_to="Mira Vell")
+    assert run.answer == "Osk"
+    d = get_diagnoser("path_aware", audit=False).diagnose(run, context_for(world))
+    assert d.hop == 2 and not d.uncertain
+    assert [(p.hop, p.mode, p.restored) for p in d.probes] == [
+        (3, "frozen", False),
+        (3, "regenerate", False),
+        (2, "regenerate", True),
+    ]
+    with_audit = get_diagnoser("path_aware").diagnose(run, context_for(world))
+    assert with_audit.hop == 2 and with_audit.cost.reexecutions == 1
+
+
+def test_persistent_corruption_is_found_by_provenance_and_stays_uncertain() -> None:
+    """The corpus itself is corrupted: the audit sees nothing and no repair can restore the answer,
+    so path_aware reports the bridge hop as uncertain, with the entangled candidates."""
+    world = make_world()
+    run = faulted_run(world, "content_corruption", 1, persistent=True)
+    d = get_diagnoser("path_aware").diagnose(run, context_for(world))
+    assert d.details["audit"]["hops"][1]["consistent"] is True
+    assert d.hop == 1 and d.uncertain and d.candidates[0] == 1 and len(d.candidates) > 1
+    assert all(p.restored is False for p in d.probes) and d.cost.reexecutions <= 3
+
+
+def test_passive_mode_without_a_live_agent(world) -> None:
+    run = faulted_run(world, "stale_evidence", 2)
+    d = get_diagnoser("path_aware").diagnose(run, DiagnosisContext(index=world.index))
+    assert d.ran and d.hop == 2 and d.details["probed"] is False and d.cost.reexecutions == 0
+    assert d.uncertain is False  # an unrivalled audit finding stands without a probe
+    bare = get_diagnoser("path_aware").diagnose(run, DiagnosisContext())
+    assert bare.ran and bare.hop == 2 and bare.details["audit"] is None
+
+
+def test_uncertainty_when_no_signal_separates_hops(world) -> None:
+    """A wrong answer copied from nowhere, with clean evidence everywhere: nothing points at a hop."""
+    run = world.backend.run(world.questions["q0-3"]).model_copy(update={"answer": "unknown"})
+    d = get_diagnoser("path_aware").diagnose(run, DiagnosisContext(index=world.index))
+    assert d.hop is None and d.stage == "answer" and d.uncertain
+
+
+@pytest.fixture(scope="module")
+def sweep() -> dict:
+    """A small benchmark: 5 families x depths 1-3 on the simulated agent."""
+    names = ["path_aware", "frozen_hop", "suffix_regen", "coverage"]
+    units = []
+    for qid in ("q1-3",):
+        world = make_world()
+        question = world.questions[qid]
+        base = world.backend.run(question)
+        for family in FAMILIES:
+            for hop in (1, 2, 3):
+                run = inject(world, base, family, hop)
+                recovered = is_correct(run.answer, question)
+                diagnoses = {}
+                if not recovered:
+                    ctx = context_for(world, qid)
+                    diagnoses = {n: get_diagnoser(n).diagnose(run, ctx) for n in names}
+                units.append(
+                    FPUnit(
+                        label=FaultLabel(**run.labels["fault"]),
+                        recovered=recovered,
+                        diagnoses=diagnoses,
+                        n_hops=len(run.hops),
+                    )
+                )
+    return build_results(units, names, {"world": "attribution-sim"}, B=200)
+
+
+def test_sweep_path_aware_is_accurate_at_every_depth_and_cheaper(sweep: dict) -> None:
+    pa = sweep["diagnosers"]["path_aware"]
+    assert sweep["failed"] == {"1": 5, "2": 5, "3": 5}
+    for depth in ("1", "2", "3"):
+        assert pa["by_depth"][depth]["acc"] >= 0.8
+    assert pa["reexec_per_correct"] < sweep["diagnosers"]["frozen_hop"]["reexec_per_correct"]
+    assert pa["reexec_per_correct"] < sweep["diagnosers"]["suffix_regen"]["reexec_per_correct"]
+    cov = sweep["diagnosers"]["coverage"]["by_depth"]
+    assert cov["1"]["acc"] == 1.0 and cov["2"]["acc"] == 0.0 and cov["3"]["acc"] == 0.0
+    vs_cov = next(m for m in sweep["mcnemar"] if m["depth"] == "all" and {m["a"], m["b"]} == {"path_aware", "coverage"})
+    assert (vs_cov["a_only"], vs_cov["b_only"]) == (10, 0) and vs_cov["p_value"] < 0.01
