@@ -22,11 +22,20 @@ _LAZY = {
     "CausalCallbackHandler": "causal_middleware.integrations.langgraph.handler",
     "hop_node": "causal_middleware.integrations.langgraph.markers",
     "side_effecting": "causal_middleware.integrations.langgraph.markers",
+    # the checkpoint replayer (issue #4)
+    "Replayer": "causal_middleware.integrations.langgraph.replayer",
+    "ForkRequest": "causal_middleware.replay.request",
+    "ReplayError": "causal_middleware.replay.errors",
+    "SideEffectBlockedError": "causal_middleware.replay.errors",
 }
 
 __all__ = [
     "CausalCallbackHandler",
+    "ForkRequest",
     "InstrumentedGraph",
+    "ReplayError",
+    "Replayer",
+    "SideEffectBlockedError",
     "__version__",
     "hop_node",
     "instrument",
@@ -37,6 +46,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from causal_middleware.integrations.langgraph.handler import CausalCallbackHandler
     from causal_middleware.integrations.langgraph.instrument import InstrumentedGraph, instrument
     from causal_middleware.integrations.langgraph.markers import hop_node, side_effecting
+    from causal_middleware.integrations.langgraph.replayer import Replayer
+    from causal_middleware.replay.errors import ReplayError, SideEffectBlockedError
+    from causal_middleware.replay.request import ForkRequest
 
 
 def __getattr__(name: str) -> Any:

@@ -34,8 +34,7 @@ PY_TYPES = {"string": (str,), "int": (int,), "double": (float, int), "boolean": 
 
 def _registry() -> dict[str, dict[str, Any]]:
     raw = yaml.safe_load(REGISTRY_PATH.read_text())["attributes"]
-    # YAML 1.1 reads the bare key `on` as the boolean True
-    return {name: {("on" if k is True else k): v for k, v in spec.items()} for name, spec in raw.items()}
+    return {name: dict(spec) for name, spec in raw.items()}
 
 
 def _patterns(registry: dict[str, dict[str, Any]]) -> list[tuple[re.Pattern[str], str]]:
@@ -123,8 +122,8 @@ def test_every_emitted_attribute_is_registered_for_its_span_type(emitted):
                 continue
             seen.add(name)
             spec = registry[name]
-            if span_type not in spec.get("on", []):
-                problems.add(f"{key!r} is not registered for {span_type} spans (on: {spec.get('on')})")
+            if span_type not in spec.get("spans", []):
+                problems.add(f"{key!r} is not registered for {span_type} spans (spans: {spec.get('spans')})")
             expected = PY_TYPES[spec["type"]]
             if not isinstance(value, expected) or (spec["type"] != "boolean" and isinstance(value, bool)):
                 problems.add(
@@ -146,4 +145,4 @@ def test_registry_entries_are_well_formed():
     for name, spec in _registry().items():
         assert spec["type"] in PY_TYPES, name
         assert spec["source"] in {"openinference", "gen_ai", "causal"}, name
-        assert spec["on"] and all(isinstance(t, str) for t in spec["on"]), name
+        assert spec["spans"] and all(isinstance(t, str) for t in spec["spans"]), name

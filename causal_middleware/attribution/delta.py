@@ -28,6 +28,7 @@ from causal_middleware.attribution.hops import (
     HopView,
     answer_node,
     answer_step_ids,
+    fact_leaves,
     question_text,
     string_leaves,
 )
@@ -157,8 +158,7 @@ def node_units(trajectory: Trajectory, views: Sequence[HopView]) -> list[NodeUni
     units: list[NodeUnit] = []
     prev_fact: dict[int, str] = {}
     for i, step in enumerate(nodes):
-        leaves: list[str] = []
-        string_leaves(step.output, leaves)
+        leaves = fact_leaves(step.output)
         leaves.extend(llm_by_parent.get(step.step_id, []))
         out_text = "\n".join(leaves)
         view = by_hop.get(step.hop) if step.hop is not None and i != last_final else None

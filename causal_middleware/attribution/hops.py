@@ -99,6 +99,24 @@ def string_leaves(value: Any, out: list[str]) -> None:
             out.append(str(value))
 
 
+FACT_KEYS = ("fact", "facts", "extracted", "extraction")
+
+
+def fact_leaves(output: Any) -> list[str]:
+    """The text a reading step extracted: a node output's ``fact``-like key when it has one (the
+    rest of such an output is bookkeeping, e.g. a hop record repeating the documents), else every
+    string in the output."""
+    leaves: list[str] = []
+    if isinstance(output, dict):
+        keys = [k for k in FACT_KEYS if k in output]
+        if keys:
+            for key in keys:
+                string_leaves(output[key], leaves)
+            return leaves
+    string_leaves(output, leaves)
+    return leaves
+
+
 def _hop_steps(trajectory: Trajectory, index: int) -> list[Any]:
     steps = [s for s in trajectory.steps if s.hop == index]
     if steps:
@@ -159,21 +177,24 @@ def hop_views(trajectory: Trajectory) -> list[HopView]:
             retrieval_node = retrievals[0].node
         fact_parts: list[str] = []
         after_nodes: list[str] = []
+        doc_fields = (
+            doc_texts | {d.id for d in documents} | {str(d.metadata.get("title", "")) for d in documents}
+        )
         if first_fetch is not None:
             for s in steps[first_fetch + 1 :]:
                 if isinstance(s, NodeStep) and s.step_id not in fetch_parents:
                     if s.node and s.node not in after_nodes:
                         after_nodes.append(s.node)
-                    leaves: list[str] = []
-                    string_leaves(s.output, leaves)
                     fact_parts.extend(
                         leaf
-                        for leaf in leaves
-                        if leaf.strip() and leaf.strip() not in doc_texts and leaf != sub_query
+                        for leaf in fact_leaves(s.output)
+                        if leaf.strip() and leaf.strip() not in doc_fields and leaf != sub_query
                     )
                 elif isinstance(s, LLMStep) and s.output.strip():
                     fact_parts.append(s.output)
         errored = next((s for s in steps if s.status == Status.ERROR), None)
+        if first_fetch is None and not sub_query.strip() and errored is None:
+            continue  # a hop that only decided to answer: nothing was searched in it
         views.append(
             HopView(
                 index=hop.index,

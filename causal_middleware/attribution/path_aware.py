@@ -23,7 +23,11 @@ AgenticRAG-FP's future work, built. Three stages:
      and the answer;
    * empty or irrelevant **evidence**: one repair probe in the mode its position calls for.
 
-   A probe that does not restore the answer rules its hop out and escalates: a frozen probe is
+   A suspect the audit flagged is repaired with its own recorded sub-query (its evidence, not its
+   query, was foreign: :func:`recorded_query_context`); the others with the gold sub-question.
+   With a conclusive audit, a probe re-retrieves as many passages as the audit-consistent hops
+   recorded (:func:`trusted_k`), not the shared default (the most any hop recorded, which counts a
+   planted passage). A probe that does not restore the answer rules its hop out and escalates: a frozen probe is
    retried with the suffix regenerated (the frozen suffix may hold back what the repair needs),
    then the hop that produced the entity this hop searched for becomes the next suspect (the
    entity itself may be wrong even though evidence about it exists, e.g. a corruption into
@@ -64,6 +68,7 @@ from causal_middleware.attribution.provenance import (
 )
 from causal_middleware.attribution.repair_op import ProbeBudgetExhausted, ProbeRunner, repair_k
 from causal_middleware.spans.model import Trajectory
+from causal_middleware.world.scoring import is_correct
 
 FaultPath = Literal["error", "evidence", "bridge", "answer_fact", "reading"]
 
@@ -73,7 +78,9 @@ STRENGTH_PROVENANCE = 2.0
 STRENGTH_EMPTY = 2.0
 STRENGTH_BRIDGE = 1.5
 STRENGTH_IRRELEVANT = 1.5
+STRENGTH_NOTHING_READ = 1.25
 STRENGTH_ALTERNATIVE = 1.0
+OFF_TOPIC_BELOW = 0.25  # a best document this far from the query is as telling as no document
 
 
 class Suspect(BaseModel):
@@ -83,6 +90,45 @@ class Suspect(BaseModel):
     strength: float
     path: FaultPath
     reasons: list[str] = Field(default_factory=list)
+    audited: bool = Field(default=False, description="the evidence audit found this hop's evidence foreign")
+
+
+def recorded_query_context(context: DiagnosisContext) -> DiagnosisContext:
+    """``context`` for a repair that re-retrieves with the hop's *recorded* sub-query.
+
+    The audit found an audited hop's evidence is not what the index returns for the query the
+    agent issued, so the repair that undoes exactly that is the index's answer to the same query;
+    the gold sub-question can differ from it (an agent that re-queried a hop by an alias of its
+    entity), and re-running the gold one can recreate the very dead end the agent had worked
+    around. The question leaves the context (so the repair takes the recorded sub-query) and
+    keeps judging the probe through the verifier."""
+    question = context.question
+    if question is None:
+        return context
+    verifier = context.verifier
+    if verifier is None:
+
+        def verifier(answer: str | None) -> bool:
+            return is_correct(answer, question)
+
+    return context.model_copy(update={"question": None, "verifier": verifier})
+
+
+def trusted_k(views: list[HopView], audit: EvidenceAudit | None) -> int | None:
+    """How many passages the agent's retriever returns, as the hops the audit found consistent
+    recorded it (the most of them); None without a conclusive audit or a consistent hop.
+
+    The shared repair's default (the most documents any hop recorded) counts a passage a fault
+    planted on top of the retriever's results; re-retrieving that one extra passage can hand the
+    agent a distractor it never saw and make a right repair look wrong."""
+    if audit is None or not audit.conclusive:
+        return None
+    counts = [
+        len(v.documents)
+        for v in views
+        if v.documents and (a := audit.hops.get(v.index)) is not None and a.checked and a.consistent
+    ]
+    return max(counts, default=None)
 
 
 class PathAwareDiagnoser(Diagnoser):
@@ -106,12 +152,13 @@ class PathAwareDiagnoser(Diagnoser):
         links = bridge_links(views, question)
         found: dict[int, Suspect] = {}
 
-        def add(hop: int, strength: float, path: FaultPath, reason: str) -> None:
+        def add(hop: int, strength: float, path: FaultPath, reason: str, audited: bool = False) -> None:
             current = found.get(hop)
             if current is None:
-                found[hop] = Suspect(hop=hop, strength=strength, path=path, reasons=[reason])
+                found[hop] = Suspect(hop=hop, strength=strength, path=path, reasons=[reason], audited=audited)
                 return
             current.reasons.append(reason)
+            current.audited = current.audited or audited
             if strength > current.strength:
                 current.strength, current.path = strength, path
 
@@ -119,17 +166,20 @@ class PathAwareDiagnoser(Diagnoser):
             return any(link.source == hop for link in links.values())
 
         def upstream(hop: int) -> tuple[int, list[int]]:
-            """Follow unsupported bridges back from ``hop`` while the evidence matched the query."""
+            """Walk ``hop``'s bridge chain back; the blame moves to the producer of the earliest
+            entity that a hop on the chain searched for and did not find (its evidence matched the
+            rest of its query, so the entity, not the retrieval, is what failed)."""
             chain = [hop]
+            root = hop
             while True:
                 sig: HopSignals = signals[chain[-1]]
-                if sig.bridge_supported is False and not sig.irrelevant and sig.bridge_source is not None:
-                    if sig.bridge_source in chain:
-                        break
-                    chain.append(sig.bridge_source)
-                    continue
-                break
-            return chain[-1], chain
+                source = sig.bridge_source
+                if source is None or source in chain:
+                    break
+                if sig.bridge_supported is False and not sig.irrelevant:
+                    root = source
+                chain.append(source)
+            return root, chain
 
         for sig in signals.values():
             if sig.error:
@@ -142,6 +192,7 @@ class PathAwareDiagnoser(Diagnoser):
                     STRENGTH_AUDIT if i == 0 else STRENGTH_AUDIT - 0.5,
                     "bridge" if feeds_later(hop) else "evidence",
                     f"hop {hop}'s evidence is not what the index returns for its sub-query ({note})",
+                    audited=True,
                 )
         trace: TokenTrace | None = trace_terms(views, wrong) if wrong else None
         if trace is not None and trace.origin_hop is not None:
@@ -195,9 +246,16 @@ class PathAwareDiagnoser(Diagnoser):
             elif sig.irrelevant:
                 add(
                     sig.hop,
-                    STRENGTH_IRRELEVANT,
+                    STRENGTH_EMPTY if sig.relevance < OFF_TOPIC_BELOW else STRENGTH_IRRELEVANT,
                     "evidence",
                     f"hop {sig.hop}'s best document covers {sig.relevance:.0%} of its sub-query",
+                )
+            elif sig.extracted_nothing:
+                add(
+                    sig.hop,
+                    STRENGTH_NOTHING_READ,
+                    "evidence",
+                    f"hop {sig.hop} extracted nothing from its evidence",
                 )
         ranked = sorted(found.values(), key=lambda s: (-s.strength, s.hop))
         evidence: dict[str, Any] = {
@@ -219,6 +277,7 @@ class PathAwareDiagnoser(Diagnoser):
     def _probe(
         self,
         runner: ProbeRunner,
+        recorded: ProbeRunner,
         ranked: list[Suspect],
         views: list[HopView],
         question: str,
@@ -244,7 +303,7 @@ class PathAwareDiagnoser(Diagnoser):
                 if spent >= self.max_probes:
                     break
                 try:
-                    record = runner.probe(suspect.hop, mode)
+                    record = (recorded if suspect.audited else runner).probe(suspect.hop, mode)
                 except ProbeBudgetExhausted as exc:
                     details["budget_exhausted"] = str(exc)
                     return None, ruled_out
@@ -296,12 +355,19 @@ class PathAwareDiagnoser(Diagnoser):
             and context.can_judge()
         )
         details["probed"] = can_probe
-        runner = ProbeRunner(trajectory, context, cost, views) if can_probe else None
+        probe_context = context
+        k = trusted_k(views, audit) if context.repair_k is None else None
+        if k is not None:
+            probe_context = context.model_copy(update={"repair_k": k})
+            details["repair_k"] = k
+        runner = ProbeRunner(trajectory, probe_context, cost, views) if can_probe else None
         last_hop = views[-1].index if views else 0
         confirmed: Suspect | None = None
         ruled_out: set[int] = set()
         if runner is not None:
-            confirmed, ruled_out = self._probe(runner, ranked, views, question, last_hop, details)
+            recorded = ProbeRunner(trajectory, recorded_query_context(probe_context), cost, views)
+            recorded.records = runner.records  # one probe log, in the order the probes ran
+            confirmed, ruled_out = self._probe(runner, recorded, ranked, views, question, last_hop, details)
         scores = {f"hop:{v.index}": 0.0 for v in views}
         for s in ranked:
             scores[f"hop:{s.hop}"] = round(min(1.0, s.strength / STRENGTH_ERROR), 4)
@@ -334,7 +400,9 @@ class PathAwareDiagnoser(Diagnoser):
         uncertain = bool(rivals) or (confirmed is None)
         if confirmed is None and not probes and chosen.strength >= STRENGTH_PROVENANCE and not rivals:
             uncertain = False  # a strong, unrivalled passive signal stands without a probe
-        candidates = [chosen.hop] + [s.hop for s in ranked if s.hop != chosen.hop and s.hop not in ruled_out]
+        # When no probe restored anything the probes could not tell the suspects apart: keep them all.
+        excluded = ruled_out if confirmed is not None else set()
+        candidates = [chosen.hop] + [s.hop for s in ranked if s.hop != chosen.hop and s.hop not in excluded]
         view = next(v for v in views if v.index == chosen.hop)
         sev, propagation = impact(views, question, chosen.hop)
         why = "; ".join(chosen.reasons)

@@ -72,6 +72,7 @@ class HopSignals(BaseModel):
         default=None, description="some document carries the bridge entity; None when the hop has no bridge"
     )
     carries_wrong: bool = False
+    extracted_nothing: bool = Field(default=False, description="a reading step ran and extracted no content")
     error: str | None = None
 
 
@@ -187,6 +188,7 @@ def hop_signals(
                 bridge_terms=link.terms,
                 bridge_supported=supported,
                 carries_wrong=bool(wrong) and carries(view.fact_terms | view.evidence_terms, wrong or set()),
+                extracted_nothing=view.has_reader and not view.empty and not view.fact_terms,
                 error=view.error,
             )
         )

@@ -360,11 +360,11 @@ def plot_accuracy(results: dict[str, Any], path: str | Path) -> Path:
     import matplotlib.pyplot as plt
 
     depths = list(results.get("failed", {}))
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    xs = list(range(len(depths)))
-    for name, entry in results.get("diagnosers", {}).items():
-        if not entry.get("run"):
-            continue
+    fig, ax = plt.subplots(figsize=(9.0, 4.8))
+    shown = [(name, entry) for name, entry in results.get("diagnosers", {}).items() if entry.get("run")]
+    for i, (name, entry) in enumerate(shown):
+        # a small sideways offset per diagnoser keeps equal accuracies from hiding each other
+        xs = [x + (i - (len(shown) - 1) / 2) * 0.03 for x in range(len(depths))]
         ys, lo, hi = [], [], []
         for d in depths:
             cell = entry["by_depth"].get(d) or {}
@@ -375,7 +375,7 @@ def plot_accuracy(results: dict[str, Any], path: str | Path) -> Path:
             hi.append(0.0 if acc is None else max(0.0, ci[1] - acc))
         label = name + (" *" if entry.get("uses_gold") else "")
         ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=label)
-    ax.set_xticks(xs)
+    ax.set_xticks(list(range(len(depths))))
     ax.set_xticklabels([f"hop {d}" for d in depths])
     ax.set_ylim(-0.05, 1.05)
     ax.set_xlabel("injected fault depth")
@@ -388,7 +388,9 @@ def plot_accuracy(results: dict[str, Any], path: str | Path) -> Path:
     )
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8, loc="best")
+        ax.legend(
+            fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="* uses gold", title_fontsize=8
+        )
     fig.tight_layout()
     out = Path(path)
     fig.savefig(out, dpi=120)

@@ -20,6 +20,17 @@ def mean(values: Any) -> float:
     return float(np.mean(values))
 
 
+def resample_indices(n: int, B: int = 1000, seed: int = 0) -> np.ndarray:  # noqa: N803
+    """The ``(B, n)`` index matrix every interval here resamples with (shared, so custom vectorised
+    statistics see exactly the resamples :func:`bootstrap_ci` would)."""
+    return np.random.default_rng(seed).integers(0, n, size=(B, n))
+
+
+def percentile_interval(stats: np.ndarray, alpha: float = 0.05) -> tuple[float, float]:
+    low, high = np.quantile(stats, [alpha / 2, 1 - alpha / 2])
+    return round(float(low), 4), round(float(high), 4)
+
+
 def bootstrap_ci(
     values: Sequence[Any],
     B: int = 1000,  # noqa: N803 - the usual name
@@ -44,11 +55,12 @@ def bootstrap_ci(
     except (TypeError, ValueError):
         data = np.empty(n, dtype=object)
         data[:] = list(values)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(B, n))
-    stats = np.array([stat(data[row]) for row in idx], dtype=float)
-    low, high = np.quantile(stats, [alpha / 2, 1 - alpha / 2])
-    return round(float(low), 4), round(float(high), 4)
+    idx = resample_indices(n, B=B, seed=seed)
+    if stat is mean and data.dtype != object:
+        stats = data[idx].mean(axis=1)
+    else:
+        stats = np.array([stat(data[row]) for row in idx], dtype=float)
+    return percentile_interval(stats, alpha)
 
 
 def proportion_ci(

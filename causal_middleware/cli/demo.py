@@ -178,7 +178,12 @@ def run(args: argparse.Namespace) -> int:
                         result.run_id,
                         outcome="success" if correct else "failure",
                         reference=q.answer,
-                        labels={"question_id": q.id, "n_hops": q.n_hops, "retriever": name, "correct": correct},
+                        labels={
+                            "question_id": q.id,
+                            "n_hops": q.n_hops,
+                            "retriever": name,
+                            "correct": correct,
+                        },
                     )
                 runs.append(
                     {
@@ -230,7 +235,7 @@ def _print_report(console: Console, report: dict[str, Any]) -> None:
     for h in hop_counts:
         table.add_column(f"{h}-hop", justify="right")
     table.add_column("all", justify="right")
-    table.add_column("searches/question", justify="right")
+    table.add_column("searches", justify="right")
     for name, r in report["retrievers"].items():
         if r["status"] != "ok":
             table.add_row(name, *["-" for _ in hop_counts], "skipped", "-")
@@ -239,7 +244,9 @@ def _print_report(console: Console, report: dict[str, Any]) -> None:
         for h in hop_counts:
             cell = r["by_hops"].get(str(h))
             cells.append(f"{cell['accuracy']:.2f} ({cell['correct']}/{cell['n']})" if cell else "-")
-        table.add_row(name, *cells, f"{r['accuracy']:.2f} ({r['correct']}/{r['n']})", f"{r['mean_searches']:.2f}")
+        table.add_row(
+            name, *cells, f"{r['accuracy']:.2f} ({r['correct']}/{r['n']})", f"{r['mean_searches']:.2f}"
+        )
     console.print(table)
     console.print(f"Runs recorded in [bold]{report['store']}[/] (checkpoints in {report['checkpoints']}).")
     for r in report["retrievers"].values():

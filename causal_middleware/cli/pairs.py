@@ -24,7 +24,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--out", required=True, metavar="FILE", help="JSONL file to write")
     p.add_argument("--format", choices=FORMATS, default="dpo", help="pair format (default: dpo)")
     p.add_argument(
-        "--all", action="store_true", help="also export repairs that failed validation (default: validated only)"
+        "--all",
+        action="store_true",
+        help="also export repairs that failed validation (default: validated only)",
     )
     add_json_arg(p)
     add_store_arg(p)
@@ -37,7 +39,9 @@ def _export(args: argparse.Namespace) -> int:
     try:
         store = SqliteSpanStore(args.store, create=False)
     except FileNotFoundError:
-        raise FileNotFoundError(f"span store not found: {args.store} (pass --store or set CAUSAL_MW_STORE)") from None
+        raise FileNotFoundError(
+            f"span store not found: {args.store} (pass --store or set CAUSAL_MW_STORE)"
+        ) from None
     try:
         records = store.get_records("repair")
     finally:

@@ -41,7 +41,13 @@ def apply_recommendation(
     root = Path(workspace_dir)
     if not root.is_dir():
         raise FileNotFoundError(f"workspace directory {str(root)!r} does not exist")
-    result = ApplyResult(recommendation_id=rec.id, operation=rec.operation, target_path=rec.target_path, applied=False, diff=rec.diff)
+    result = ApplyResult(
+        recommendation_id=rec.id,
+        operation=rec.operation,
+        target_path=rec.target_path,
+        applied=False,
+        diff=rec.diff,
+    )
     if rec.operation == Operation.NO_ACTION:
         result.message = f"{rec.id} recommends no action ({rec.classification}): nothing to apply"
         return result
@@ -89,7 +95,9 @@ def _check_preconditions(rec: Recommendation, target: Path) -> None:
             raise ValueError(f"recommendation {rec.id} (CREATE) carries no content")
         return
     if not target.exists():
-        raise FileNotFoundError(f"cannot {rec.operation.value} {rec.target_path}: no such file in the workspace")
+        raise FileNotFoundError(
+            f"cannot {rec.operation.value} {rec.target_path}: no such file in the workspace"
+        )
     if rec.base_text is not None and target.read_text(encoding="utf-8") != rec.base_text:
         raise ValueError(
             f"{rec.target_path} changed since recommendation {rec.id} was made; re-run 'context recommend' first"

@@ -8,7 +8,7 @@ deprecated/archived) > hierarchy (organization > department > team > individual)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -90,10 +90,16 @@ def compare(a: SourceInfo, b: SourceInfo) -> tuple[int, Rule]:
         return -1, "supersession"
     if b.names() & set(a.supersedes) or (b.superseded_by and b.superseded_by in a.names()):
         return 1, "supersession"
-    for rule, key in (("status", _status), ("hierarchy", _level), ("recency", _date), ("ownership", _owned)):
+    keys: tuple[tuple[Rule, Callable[[SourceInfo], Any]], ...] = (
+        ("status", _status),
+        ("hierarchy", _level),
+        ("recency", _date),
+        ("ownership", _owned),
+    )
+    for rule, key in keys:
         ka, kb = key(a), key(b)
         if ka is not None and kb is not None and ka != kb:
-            return (1 if ka > kb else -1), rule  # type: ignore[return-value]
+            return (1 if ka > kb else -1), rule
     return 0, "tie"
 
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel
 
-from causal_middleware.bench.stats import bootstrap_ci
+from causal_middleware.bench.stats import bootstrap_ci, percentile_interval, resample_indices
 from causal_middleware.context.detector import detect_offline
 from causal_middleware.context.recommendation import Operation, Recommendation
 from causal_middleware.context.recommender import recommend
@@ -101,7 +102,9 @@ def evaluate_trace(bench: Benchmark, trace: SimTrace) -> TraceResult:
     result.iterative_acc_at_1 = iterative.root_node_id == gt.root_node_id
     result.iterative_acc_at_3 = gt.root_node_id in iterative.top(3)
     result.iterative_calls = iterative.calls
-    result.iterative_e2e_acc = detection.escalate and result.iterative_acc_at_1 and it_rec.operation == gt.fix.operation
+    result.iterative_e2e_acc = (
+        detection.escalate and result.iterative_acc_at_1 and it_rec.operation == gt.fix.operation
+    )
     passive = recommend(conv, holistic, ws, mode="passive")
     result.passive_op_acc = passive.operation == gt.fix.operation
     result.passive_path_acc = passive.target_path == gt.fix.target_path
@@ -109,7 +112,9 @@ def evaluate_trace(bench: Benchmark, trace: SimTrace) -> TraceResult:
     return result
 
 
-def _score(result: TraceResult, trace: SimTrace, diag: Diagnosis, rec: Recommendation, detected: bool) -> None:
+def _score(
+    result: TraceResult, trace: SimTrace, diag: Diagnosis, rec: Recommendation, detected: bool
+) -> None:
     gt = trace.ground_truth
     assert gt.fix is not None
     result.root_pred, result.root_gold = diag.root_node_id, gt.root_node_id
@@ -142,7 +147,9 @@ def fix_effective(trace: SimTrace, ws: Workspace, rec: Recommendation) -> bool:
         path = fault.faulty_path or ""
         text = fixed.read(path) if fixed.exists(path) else ""
         return contains(text, fault.correct_text) and not contains(text, fault.faulty_text)
-    question = next(n.content for n in trace.conversation.nodes if n.type.value == "user" and n.turn == fault.fault_turn)
+    question = next(
+        n.content for n in trace.conversation.nodes if n.type.value == "user" and n.turn == fault.fault_turn
+    )
     hits = fixed.search_kb(question.rstrip("?"), k=1)
     return bool(hits) and contains(hits[0].content, fault.correct_text)
 
@@ -150,42 +157,54 @@ def fix_effective(trace: SimTrace, ws: Workspace, rec: Recommendation) -> bool:
 # --- aggregation ------------------------------------------------------------------------------
 
 
-def _prop(results: Sequence[TraceResult], key: str, seed: int) -> tuple[float | None, Any, int]:
+def _prop(
+    results: Sequence[TraceResult], key: str, seed: int, *, ci: bool = True
+) -> tuple[float | None, Any, int]:
     vals = [getattr(r, key) for r in results if getattr(r, key) is not None]
     if not vals:
         return None, None, 0
     nums = [1.0 if v else 0.0 for v in vals]
-    return round(sum(nums) / len(nums), 4), bootstrap_ci(nums, B=B, seed=seed), len(nums)
+    return round(sum(nums) / len(nums), 4), bootstrap_ci(nums, B=B, seed=seed) if ci else None, len(nums)
 
 
 def _detector(results: Sequence[TraceResult], seed: int) -> dict[str, Any]:
-    def prf(items: Any) -> tuple[float, float, float]:
-        tp = sum(1 for r in items if r.dissatisfied and r.detected)
-        fp = sum(1 for r in items if not r.dissatisfied and r.detected)
-        fn = sum(1 for r in items if r.dissatisfied and not r.detected)
-        p = tp / (tp + fp) if tp + fp else 0.0
-        rc = tp / (tp + fn) if tp + fn else 0.0
-        f = 2 * p * rc / (p + rc) if p + rc else 0.0
-        return p, rc, f
+    truth = np.array([r.dissatisfied for r in results], dtype=bool)
+    flagged = np.array([r.detected for r in results], dtype=bool)
 
-    p, rc, f = prf(results)
-    out: dict[str, Any] = {"precision": round(p, 4), "recall": round(rc, 4), "f1": round(f, 4)}
-    for i, name in enumerate(("precision", "recall", "f1")):
-        out[f"{name}_ci"] = bootstrap_ci(list(results), B=B, seed=seed, stat=_index_stat(prf, i))
+    def prf(t: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        tp = (t & f).sum(axis=-1)
+        fp = (~t & f).sum(axis=-1)
+        fn = (t & ~f).sum(axis=-1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p = np.where(tp + fp > 0, tp / np.maximum(tp + fp, 1), 0.0)
+            rc = np.where(tp + fn > 0, tp / np.maximum(tp + fn, 1), 0.0)
+            f1 = np.where(p + rc > 0, 2 * p * rc / np.where(p + rc > 0, p + rc, 1), 0.0)
+        return p, rc, f1
+
+    point = prf(truth, flagged)
+    out: dict[str, Any] = {
+        name: round(float(v), 4) for name, v in zip(("precision", "recall", "f1"), point, strict=True)
+    }
+    if len(results):
+        idx = resample_indices(len(results), B=B, seed=seed)
+        for name, samples in zip(("precision", "recall", "f1"), prf(truth[idx], flagged[idx]), strict=True):
+            out[f"{name}_ci"] = percentile_interval(samples)
+    else:
+        out.update(precision_ci=None, recall_ci=None, f1_ci=None)
     out["n"] = len(results)
-    out["false_positives"] = sum(1 for r in results if not r.dissatisfied and r.detected)
+    out["false_positives"] = int((~truth & flagged).sum())
     out["missed"] = [r.trace_id for r in results if r.dissatisfied and not r.detected]
     return out
-
-
-def _index_stat(fn: Callable[[Any], tuple[float, ...]], i: int) -> Callable[[Any], float]:
-    return lambda items: fn(items)[i]
 
 
 def summarize(results: Sequence[TraceResult], seed: int = 0) -> dict[str, Any]:
     """The metrics of one set of traces: every proportion with ``<name>_ci`` beside it, and ``n``."""
     dis = [r for r in results if r.dissatisfied]
-    out: dict[str, Any] = {"n": len(results), "n_dissatisfied": len(dis), "n_control": len(results) - len(dis)}
+    out: dict[str, Any] = {
+        "n": len(results),
+        "n_dissatisfied": len(dis),
+        "n_control": len(results) - len(dis),
+    }
     for key in PROPORTIONS:
         value, ci, _ = _prop(dis, key, seed)
         out[key], out[f"{key}_ci"] = value, ci
@@ -198,12 +217,17 @@ def summarize(results: Sequence[TraceResult], seed: int = 0) -> dict[str, Any]:
     out["detector"] = _detector(results, seed)
     out["ablations"] = _ablations(dis, seed)
     out["by_category"] = {
-        cat: {k: _prop([r for r in dis if r.category == cat], k, seed)[0] for k in ("acc_at_1", "op_acc", "path_acc", "e2e_acc")}
+        cat: {
+            k: _prop([r for r in dis if r.category == cat], k, seed)[0]
+            for k in ("acc_at_1", "op_acc", "path_acc", "e2e_acc")
+        }
         | {"n": sum(1 for r in dis if r.category == cat)}
         for cat in sorted({r.category for r in dis if r.category})
     }
     out["by_tier"] = {
-        str(t): {k: _prop([r for r in dis if r.tier == t], k, seed)[0] for k in ("acc_at_1", "e2e_acc")}
+        str(t): {
+            k: _prop([r for r in dis if r.tier == t], k, seed, ci=False)[0] for k in ("acc_at_1", "e2e_acc")
+        }
         | {"n": sum(1 for r in dis if r.tier == t)}
         for t in sorted({r.tier for r in dis})
     }
@@ -227,12 +251,19 @@ def _ablations(dis: Sequence[TraceResult], seed: int) -> dict[str, Any]:
         "root_cause": {
             "holistic": holistic,
             "iterative": block(
-                {"acc_at_1": "iterative_acc_at_1", "acc_at_3": "iterative_acc_at_3", "e2e_acc": "iterative_e2e_acc"}, "iterative_calls"
+                {
+                    "acc_at_1": "iterative_acc_at_1",
+                    "acc_at_3": "iterative_acc_at_3",
+                    "e2e_acc": "iterative_e2e_acc",
+                },
+                "iterative_calls",
             ),
         },
         "recommender": {
             "exploration": block({"op_acc": "op_acc", "path_acc": "path_acc", "e2e_acc": "e2e_acc"}, "calls"),
-            "passive": block({"op_acc": "passive_op_acc", "path_acc": "passive_path_acc", "e2e_acc": "passive_e2e_acc"})
+            "passive": block(
+                {"op_acc": "passive_op_acc", "path_acc": "passive_path_acc", "e2e_acc": "passive_e2e_acc"}
+            )
             | {"calls_per_trace": 0.0 if dis else None},
         },
     }
@@ -241,13 +272,22 @@ def _ablations(dis: Sequence[TraceResult], seed: int) -> dict[str, Any]:
 def run_context_bench(
     domains: Sequence[str] | None = None,
     *,
+    primary: str | None = None,
     seed: int = 0,
     n_dissatisfied: int = 60,
     n_control: int = 15,
     include_traces: bool = False,
 ) -> dict[str, Any]:
-    """Generate, verify and evaluate; top-level metrics pool every domain, ``domains`` has each."""
+    """Generate, verify and evaluate ``domains`` (default: every shipped domain).
+
+    The top-level metrics are those of ``primary`` (default: the first domain, i.e. the default
+    domain ``finance``), or pooled over every domain when ``primary="all"``; ``domains`` holds each
+    domain's metrics and ``pooled`` the pooled ones.
+    """
     names = list(domains) if domains else domain_names()
+    primary = primary or names[0]
+    if primary != "all" and primary not in names:
+        raise ValueError(f"primary domain {primary!r} is not among the evaluated domains {names}")
     per_domain: dict[str, Any] = {}
     pooled: list[TraceResult] = []
     verification: dict[str, Any] = {}
@@ -263,13 +303,19 @@ def run_context_bench(
         per_domain[name] = summarize(results, seed)
         if include_traces:
             per_domain[name]["traces"] = [r.model_dump() for r in results]
-    out = summarize(pooled, seed)
+    pooled_metrics = summarize(pooled, seed)
+    out = dict(
+        pooled_metrics
+        if primary == "all"
+        else {k: v for k, v in per_domain[primary].items() if k != "traces"}
+    )
     out.update(
         {
-            "domain": names[0] if len(names) == 1 else "all",
+            "domain": primary,
             "seed": seed,
             "bootstrap": {"B": B, "seed": seed, "interval": "percentile 95%"},
             "domains": per_domain,
+            "pooled": pooled_metrics,
             "verification": verification,
             "mode": "offline",
         }
@@ -293,8 +339,16 @@ _TABLE = (
     ("fix effectiveness", lambda m: m["fix_effectiveness"], lambda m: m["fix_effectiveness_ci"]),
     ("end-to-end acc", lambda m: m["e2e_acc"], lambda m: m["e2e_acc_ci"]),
     ("calls per trace", lambda m: m["calls_per_trace"], lambda m: m["calls_per_trace_ci"]),
-    ("Acc@1 iterative (abl.)", lambda m: m["ablations"]["root_cause"]["iterative"]["acc_at_1"], lambda m: m["ablations"]["root_cause"]["iterative"]["acc_at_1_ci"]),
-    ("e2e passive (abl.)", lambda m: m["ablations"]["recommender"]["passive"]["e2e_acc"], lambda m: m["ablations"]["recommender"]["passive"]["e2e_acc_ci"]),
+    (
+        "Acc@1 iterative (abl.)",
+        lambda m: m["ablations"]["root_cause"]["iterative"]["acc_at_1"],
+        lambda m: m["ablations"]["root_cause"]["iterative"]["acc_at_1_ci"],
+    ),
+    (
+        "e2e passive (abl.)",
+        lambda m: m["ablations"]["recommender"]["passive"]["e2e_acc"],
+        lambda m: m["ablations"]["recommender"]["passive"]["e2e_acc_ci"],
+    ),
 )
 
 
@@ -309,16 +363,16 @@ def markdown_table(results: dict[str, Any]) -> str:
     """Metrics per domain (and pooled) as a markdown table."""
     cols = list(results["domains"])
     if len(cols) > 1:
-        cols.append("all")
+        cols.append("pooled")
     header = "| metric | " + " | ".join(cols) + " |\n|---|" + "---|" * len(cols)
     rows = []
     for label, val, ci in _TABLE:
         cells = []
         for c in cols:
-            m = results if c == "all" else results["domains"][c]
+            m = results["pooled"] if c == "pooled" else results["domains"][c]
             cells.append(_cell(val(m), ci(m)))
         rows.append(f"| {label} | " + " | ".join(cells) + " |")
-    ns = " | ".join(str((results if c == "all" else results["domains"][c])["n"]) for c in cols)
+    ns = " | ".join(str((results["pooled"] if c == "pooled" else results["domains"][c])["n"]) for c in cols)
     rows.append(f"| traces (n) | {ns} |")
     return header + "\n" + "\n".join(rows)
 
@@ -330,9 +384,18 @@ def register_bench(bench_subparsers: Any) -> argparse.ArgumentParser:
         help="context debugging on the simulation benchmark",
         description="Generate the seeded simulation benchmark, verify it, run detect -> diagnose -> recommend, report metrics.",
     )
-    p.add_argument("--domain", default=None, help="a shipped domain, or 'all' (default: every shipped domain)")
+    p.add_argument(
+        "--domain",
+        default=None,
+        help="the domain whose metrics are the top-level keys (default: finance), or 'all' for pooled ones",
+    )
+    p.add_argument(
+        "--only", action="store_true", help="evaluate only --domain (default: every shipped domain)"
+    )
     p.add_argument("--seed", type=int, default=0, help="generator and bootstrap seed (default 0)")
-    p.add_argument("--n-dissatisfied", type=int, default=60, help="dissatisfied traces per domain (default 60)")
+    p.add_argument(
+        "--n-dissatisfied", type=int, default=60, help="dissatisfied traces per domain (default 60)"
+    )
     p.add_argument("--n-control", type=int, default=15, help="control traces per domain (default 15)")
     p.add_argument("--out", help="write the results JSON here")
     p.add_argument("--traces", action="store_true", help="include per-trace results in the JSON")
@@ -347,14 +410,18 @@ def _cmd(args: argparse.Namespace) -> int:
         for name in domain_names():
             print(name)
         return 0
-    if args.domain in (None, "all"):
-        domains = None
-    elif args.domain in domain_names():
-        domains = [args.domain]
-    else:
-        raise ValueError(f"unknown domain {args.domain!r}; shipped domains: {', '.join(domain_names())}")
+    names = domain_names()
+    if args.domain not in (None, "all", *names):
+        raise ValueError(f"unknown domain {args.domain!r}; shipped domains: {', '.join(names)}")
+    primary = args.domain or names[0]
+    domains = [primary] if args.only and primary != "all" else names
     results = run_context_bench(
-        domains, seed=args.seed, n_dissatisfied=args.n_dissatisfied, n_control=args.n_control, include_traces=args.traces
+        domains,
+        primary=primary,
+        seed=args.seed,
+        n_dissatisfied=args.n_dissatisfied,
+        n_control=args.n_control,
+        include_traces=args.traces,
     )
     if args.out:
         out = Path(args.out)

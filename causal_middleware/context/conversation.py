@@ -29,7 +29,12 @@ class NodeType(StrEnum):
     SKILL_LOOKUP = "skill_lookup"
 
 
-CONTEXT_NODE_TYPES = (NodeType.SYSTEM_PROMPT, NodeType.KB_RETRIEVAL, NodeType.SKILL_LOOKUP, NodeType.TOOL_CALL)
+CONTEXT_NODE_TYPES = (
+    NodeType.SYSTEM_PROMPT,
+    NodeType.KB_RETRIEVAL,
+    NodeType.SKILL_LOOKUP,
+    NodeType.TOOL_CALL,
+)
 
 
 class RetrievedDoc(BaseModel):
@@ -189,7 +194,13 @@ def conversation_from_trajectories(
         if llm_steps and not system_seen:
             sys_msgs = [m.content for m in llm_steps[0].messages if m.role.lower() in _SYSTEM_ROLES]
             if sys_msgs:
-                add(NodeType.SYSTEM_PROMPT, 0, output=sys_msgs[0], source=system_prompt_path, run_id=traj.run_id)
+                add(
+                    NodeType.SYSTEM_PROMPT,
+                    0,
+                    output=sys_msgs[0],
+                    source=system_prompt_path,
+                    run_id=traj.run_id,
+                )
                 system_seen = True
         user_text = _user_text(traj, llm_steps)
         if user_text:
@@ -201,7 +212,8 @@ def conversation_from_trajectories(
                     continue
                 add(NodeType.REASONING, turn, content=step.output, run_id=traj.run_id, step_id=step.step_id)
             elif isinstance(step, ToolStep):
-                add(*_tool_node(step, turn), run_id=traj.run_id, step_id=step.step_id)
+                tool_type, fields = _tool_node(step)
+                add(tool_type, turn, run_id=traj.run_id, step_id=step.step_id, **fields)
             elif isinstance(step, RetrievalStep):
                 docs = [
                     RetrievedDoc(
@@ -227,7 +239,13 @@ def conversation_from_trajectories(
                 )
         reply = last_llm.output if last_llm is not None and last_llm.output.strip() else (traj.answer or "")
         if reply:
-            add(NodeType.AGENT, turn, content=reply, run_id=traj.run_id, step_id=last_llm.step_id if last_llm else None)
+            add(
+                NodeType.AGENT,
+                turn,
+                content=reply,
+                run_id=traj.run_id,
+                step_id=last_llm.step_id if last_llm else None,
+            )
     return Conversation(session_id=sid, nodes=nodes, metadata={"run_ids": [t.run_id for t in trajectories]})
 
 
@@ -254,11 +272,11 @@ def _user_text(traj: Trajectory, llm_steps: list[LLMStep]) -> str:
     return ""
 
 
-def _tool_node(step: ToolStep, turn: int) -> tuple[NodeType, int, dict[str, Any]]:
+def _tool_node(step: ToolStep) -> tuple[NodeType, dict[str, Any]]:
     node_type = tool_node_type(step.tool_name or step.name)
     args_text = json.dumps(step.args, ensure_ascii=False, sort_keys=True) if step.args else ""
     error = step.status == Status.ERROR or step.output.lstrip().lower().startswith("error")
-    docs = _documents_from_output(step.output, step.args) if node_type != NodeType.TOOL_CALL else []
+    docs = _documents_from_output(step.output, step.args) if node_type == NodeType.KB_RETRIEVAL else []
     source: str | None = docs[0].path if docs else None
     if node_type == NodeType.TOOL_CALL:
         source = tool_prompt_path(step.tool_name or step.name)
@@ -268,7 +286,6 @@ def _tool_node(step: ToolStep, turn: int) -> tuple[NodeType, int, dict[str, Any]
             source = f"skills/{source}/SKILL.md"
     return (
         node_type,
-        turn,
         {
             "content": args_text,
             "output": step.output if not error else (step.output or step.error or "error"),

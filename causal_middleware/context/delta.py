@@ -26,7 +26,11 @@ DeltaKind = Literal["value", "behaviour", "tool_error", "none"]
 _I = re.IGNORECASE
 _STOP = r"(?=\s*(?:,|\.(?:\s|$)|;|!|\?|$|\s—|\s-\s|\bnot\b|\bnow\b|\binstead\b|\bany\s?more\b|\bthese days\b|\bsince\b|\bas of\b|\bfor\b|\bper\b|\band\b|\bbut\b))"
 _GOT_PATTERNS = (
-    re.compile(r"(?:,|;|—|\s-\s|\bbut)?\s*\bnot\s+(?:the\s+|a\s+|an\s+)?(?P<y>[^,.;!?]+?)" + _STOP.replace(r"|\bnot\b", ""), _I),
+    re.compile(
+        r"(?:,|;|—|\s-\s|\bbut)?\s*\bnot\s+(?:the\s+|a\s+|an\s+)?(?P<y>[^,.;!?]+?)"
+        + _STOP.replace(r"|\bnot\b", ""),
+        _I,
+    ),
     re.compile(r"\b(?:instead of|rather than|no longer(?: \w+)?)\s+(?:the\s+)?(?P<y>[^,.;!?]+?)" + _STOP, _I),
     re.compile(
         r"\b(?:don't|do not|doesn't|does not|won't|no longer)\s+(?:use|accept|take|do|offer|support|charge|require|need)\s+"
@@ -41,14 +45,19 @@ _EXPECTED_PHRASE = re.compile(
     _I,
 )
 _PRESCRIPTIVE = re.compile(
-    r"(?:\byou(?:'re| are)\s+(?:really\s+|definitely\s+|clearly\s+)?(?:not\s+)?(?:supposed|allowed|permitted|meant|required)\s+to|"
+    r"(?:\byou(?:'re| are|'re not| are not| were| weren't| were not| aren't)\s+(?:really\s+|definitely\s+|clearly\s+)?(?:not\s+)?"
+    r"(?:supposed|allowed|permitted|meant|required)\s+to|"
     r"\byou (?:really |definitely |clearly |honestly |absolutely |just )?(?:should(?:n't| not)?|must(?:n't| not)?|need to|have to|"
     r"were supposed to|forgot to|didn't|did not|never|always)(?:\s+have)?|"
-    r"\b(?:aren't|weren't) you (?:supposed|meant|required) to|\b(?:shouldn't|should|didn't|don't) you(?: have| need to)?)"
+    r"\b(?:aren't|weren't) you (?:supposed|meant|required) to|\b(?:shouldn't|should|didn't|don't) you(?: have| need to)?|"
+    r"\b(?:shouldn't|should not) (?:this|that|it)(?: have)?)"
     r"\s+(?P<clause>[^.;!?]+)",
     _I,
 )
-_TAG_QUESTION = re.compile(r",?\s*(?:are|aren't|do|don't|did|didn't|is|isn't|should|shouldn't|can|can't|will|won't|right)\s*(?:you|it|they|I)?\s*$", _I)
+_TAG_QUESTION = re.compile(
+    r",?\s*(?:are|aren't|do|don't|did|didn't|is|isn't|should|shouldn't|can|can't|will|won't|right)\s*(?:you|it|they|I)?\s*$",
+    _I,
+)
 STRONG_VALUE_KINDS = ("money", "percent", "duration", "date", "time")
 _TOOL_GOT = re.compile(
     r"\b(?:invalid|unknown|unsupported|unrecognized|unrecognised|bad|got|received|rejected)\s+"
@@ -72,7 +81,9 @@ class Delta(BaseModel):
     evidence: str = ""
     anchor_node_id: str | None = Field(default=None, description="the correction or the failing tool call")
     target_node_id: str | None = Field(default=None, description="the agent turn the correction answers")
-    question_node_id: str | None = Field(default=None, description="the user turn that asked the failing question")
+    question_node_id: str | None = Field(
+        default=None, description="the user turn that asked the failing question"
+    )
     instruction: str | None = Field(default=None, description="for behavioural deltas: the rule, imperative")
 
     def describe(self) -> str:
@@ -84,7 +95,9 @@ class Delta(BaseModel):
 
 def _clean(span: str) -> str:
     span = span.strip(" \t'\"`“”‘’")
-    span = re.sub(r"^(?:the|a|an|just|actually|only)\s+", "", span, flags=_I) if len(span.split()) > 1 else span
+    span = (
+        re.sub(r"^(?:the|a|an|just|actually|only)\s+", "", span, flags=_I) if len(span.split()) > 1 else span
+    )
     return span.strip()
 
 
@@ -93,7 +106,9 @@ def _is_judgement(phrase: str) -> bool:
     return not words or all(w in CONVERSATION_WORDS for w in words)
 
 
-def correction_delta(correction: str, answer: str | None) -> tuple[DeltaKind, str | None, str | None, str | None]:
+def correction_delta(
+    correction: str, answer: str | None
+) -> tuple[DeltaKind, str | None, str | None, str | None]:
     """``(kind, expected, got, instruction)`` from a correction and the answer it corrects."""
     got: str | None = None
     got_span = ""
@@ -118,10 +133,16 @@ def correction_delta(correction: str, answer: str | None) -> tuple[DeltaKind, st
             if phrase and not _is_judgement(phrase) and (not got or normalize(phrase) != normalize(got)):
                 expected = phrase
                 break
-    if expected is None or (value_kind(expected) not in STRONG_VALUE_KINDS and _PRESCRIPTIVE.search(correction)):
-        m = _PRESCRIPTIVE.search(correction)
-        if m:
-            return "behaviour", correction.strip(), None, instruction_from(correction)
+    m = _PRESCRIPTIVE.search(correction)
+    # Behavioural: a rule with no value, or whose value sits inside the rule ("tell them to call 911").
+    if m and (
+        expected is None
+        or (
+            value_kind(expected) not in STRONG_VALUE_KINDS
+            and normalize(expected) in normalize(m.group("clause"))
+        )
+    ):
+        return "behaviour", correction.strip(), None, instruction_from(correction)
     if expected is None:
         return "none", None, got, None
     if got is None and answer:
@@ -157,14 +178,37 @@ def claimed_subject(correction: str, expected: str | None) -> str | None:
     if not expected:
         return None
     m = re.search(
-        r"\bthe ([a-z][\w -]{2,60}?),? (?:is|are|was|costs?|takes?|lasts?|which is) (?:now |actually |really )?" + re.escape(expected),
+        r"\bthe ([a-z][\w -]{2,60}?),? (?:is|are|was|costs?|takes?|lasts?|which is) (?:now |actually |really )?"
+        + re.escape(expected),
         correction,
         _I,
     )
     if m:
         return m.group(1).strip()
-    m = re.search(r"\b(?:asked about|asking about|meant|mean|talking about|was asking for) the ([a-z][\w -]{2,60}?)(?:[.,;!?]|$)", correction, _I)
+    m = re.search(
+        r"\b(?:asked about|asking about|meant|mean|talking about|was asking for) the ([a-z][\w -]{2,60}?)(?:[.,;!?]|$)",
+        correction,
+        _I,
+    )
     return m.group(1).strip() if m else None
+
+
+_ALLOWED = re.compile(
+    r"\b(?:one of|allowed(?: values| keys)?|accepted(?: values| keys)?|expected(?: keys| values| one of)?|valid (?:values|keys|options)|"
+    r"supported(?: values| keys)?|options are)\s*:?\s*(?P<list>[^.;()\n]+)",
+    _I,
+)
+
+
+def allowed_values(output: str) -> list[str]:
+    """Values a tool error lists as acceptable ("must be one of P1, P2, P3", "Expected keys: 'a', 'b'")."""
+    out: list[str] = []
+    for m in _ALLOWED.finditer(output):
+        for part in re.split(r",|\bor\b|\band\b", m.group("list")):
+            part = part.strip().strip("'\"`").strip()
+            if part and len(part.split()) <= 3 and part not in out:
+                out.append(part)
+    return out
 
 
 _PRONOUNS = (
@@ -186,14 +230,18 @@ def instruction_from(correction: str) -> str:
     for m in _PRESCRIPTIVE.finditer(correction):
         lead = m.group(0)[: m.start("clause") - m.start(0)].lower()
         clause = m.group("clause").strip()
-        clause = re.split(r"\s*(?:,|—|\s-\s)\s*(?:you\b|and you\b|but\b)", clause, maxsplit=1, flags=_I)[0].strip()
+        clause = re.split(r"\s*(?:,|—|\s-\s)\s*(?:you\b|and you\b|but\b)", clause, maxsplit=1, flags=_I)[
+            0
+        ].strip()
         clause = _TAG_QUESTION.sub("", clause).strip()
         clause = re.sub(r"\s+(?:first|before anything else)$", " first", clause)
         lead_l = lead.strip()
         # "you shouldn't X" / "you're not allowed to X" forbid X; "didn't you / shouldn't you have X" ask for X.
         negative = (
             any(w in lead_l for w in ("not ", "n't", "never"))
-            and not lead_l.startswith(("shouldn't you", "didn't you", "don't you", "aren't you", "weren't you"))
+            and not lead_l.startswith(
+                ("shouldn't you", "didn't you", "don't you", "aren't you", "weren't you")
+            )
             and "didn't" not in lead_l
             and "did not" not in lead_l
             and "forgot" not in lead_l

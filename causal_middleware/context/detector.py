@@ -19,6 +19,7 @@ from causal_middleware.context.conversation import Conversation, ConversationNod
 from causal_middleware.context.signals import Detection, Signal, SignalType
 from causal_middleware.context.text import (
     content_tokens,
+    expand_informal,
     find_values,
     jaccard,
     normalize,
@@ -35,26 +36,58 @@ _I = re.IGNORECASE
 CORRECTION_PATTERNS: tuple[tuple[re.Pattern[str], float], ...] = tuple(
     (re.compile(p, _I), c)
     for p, c in (
-        (r"\b(?:no|nope|nah)\b[,.!]*\s+(?:that|it|this)(?:'s| is| was)\s+(?:not|wrong|incorrect|outdated|old)", 0.95),
-        (r"\b(?:that|this|it)(?:'s| is| was)\s+(?:just\s+|simply\s+|completely\s+|totally\s+)?(?:wrong|incorrect|inaccurate|not (?:right|correct|true|accurate))\b", 0.95),
-        (r"\b(?:that|this|it|that info(?:rmation)?|your info(?:rmation)?)(?:'s| is| was|'re| are)\s+(?:way\s+|really\s+|badly\s+)?(?:outdated|out of date|out-of-date|stale|old (?:info|information|news)|no longer (?:true|valid|correct|accurate|the case))", 0.95),
+        (
+            r"\b(?:no|nope|nah)\b[,.!]*\s+(?:that|it|this)(?:'s| is| was)\s+(?:not|wrong|incorrect|outdated|old)",
+            0.95,
+        ),
+        (
+            r"\b(?:that|this|it)(?:'s| is| was)\s+(?:just\s+|simply\s+|completely\s+|totally\s+)?(?:wrong|incorrect|inaccurate|not (?:right|correct|true|accurate))\b",
+            0.95,
+        ),
+        (
+            r"\b(?:that|this|it|that info(?:rmation)?|your info(?:rmation)?)(?:'s| is| was|'re| are)\s+(?:way\s+|really\s+|badly\s+)?(?:outdated|out of date|out-of-date|stale|old (?:info|information|news)|no longer (?:true|valid|correct|accurate|the case))",
+            0.95,
+        ),
         (r"\b(?:it|that|this|they|the \w+(?: \w+)?)(?:'s| is| are| was)\s+(?:actually|really)\s+\S+", 0.85),
-        (r"\bactually,?\s+(?:it(?:'s| is)|that(?:'s| is)|the\b|they(?:'re| are)|we\b|you\b(?! know))(?!.*\b(?:another|one more|also|a (?:quick )?question)\b)", 0.8),
+        (
+            r"\bactually,?\s+(?:it(?:'s| is)|that(?:'s| is)|the\b|they(?:'re| are)|we\b|you\b(?! know))(?!.*\b(?:another|one more|also|a (?:quick )?question)\b)",
+            0.8,
+        ),
         (r"\b(?:it|that|this|they)(?:'s| is| are| was)\s+[^.,;!?]{1,40},\s*not\s+\S+", 0.9),
         (r"\bnot\s+[^.,;!?]{1,40},\s*(?:it(?:'s| is)|but)\s+\S+", 0.85),
-        (r"\b(?:changed|was changed|has changed|was updated|has been updated|got updated|went up|went down|was raised|was lowered|was increased|was reduced)\b(?:\s+(?:to|in|last|this|a while|recently|months|years))", 0.85),
-        (r"\bno longer\b|\bnot\s+\S+(?:\s+\S+)?\s+any\s?more\b|\b(?:don't|do not|doesn't|does not)\s+(?:use|accept|take|do|offer|support)\s+[^.,;!?]{1,30}\s+any\s?more\b", 0.85),
+        (
+            r"\b(?:changed|was changed|has changed|was updated|has been updated|got updated|went up|went down|was raised|was lowered|was increased|was reduced)\b(?:\s+(?:to|in|last|this|a while|recently|months|years))",
+            0.85,
+        ),
+        (
+            r"\bno longer\b|\bnot\s+\S+(?:\s+\S+)?\s+any\s?more\b|\b(?:don't|do not|doesn't|does not)\s+(?:use|accept|take|do|offer|support)\s+[^.,;!?]{1,30}\s+any\s?more\b",
+            0.85,
+        ),
         (r"\b(?:should be|is supposed to be|should have been|ought to be|is meant to be)\b", 0.8),
         (
-            r"\byou(?:'re| are)\s+(?:really\s+|definitely\s+|clearly\s+)?(?:not\s+)?(?:supposed|allowed|permitted|meant|required)\s+to\b|"
+            r"\byou(?:'re| are|'re not| are not| were| weren't| were not| aren't)\s+(?:really\s+|definitely\s+|clearly\s+)?(?:not\s+)?"
+            r"(?:supposed|allowed|permitted|meant|required)\s+to\b|"
             r"\byou (?:really |definitely |clearly |honestly |absolutely |just )?(?:should(?:n't| not)?|must(?:n't| not)?|need to|have to|"
             r"were supposed to|forgot to|didn't|did not|never)\b(?:\s+have)?\s+\w+|"
             r"\b(?:aren't|weren't|shouldn't|should|don't|didn't) you (?:supposed to|have|be|need to|first)\b",
             0.85,
         ),
-        (r"\b(?:that|this|it)\s+(?:can't|cannot|couldn't|doesn't|does not|don't)\s+(?:be|sound|seem|look)\s+right\b", 0.9),
-        (r"\b(?:that's|that is|it's|this is)\s+(?:a\s+)?(?:different|the wrong|not the right)\s+\w+|\bthat(?:'s| is) not (?:it|what I (?:asked|meant))\b", 0.85),
-        (r"\b(?:that's|that is|this is|you're|you are|you've got it|you got it|you have it)\s+(?:wrong|mistaken|incorrect)\b", 0.95),
+        (
+            r"\b(?:that|this|it)\s+(?:can't|cannot|couldn't|doesn't|does not|don't)\s+(?:be|sound|seem|look)\s+right\b",
+            0.9,
+        ),
+        (
+            r"\b(?:shouldn't|should not|wasn't|was not|isn't) (?:this|that|it) (?:have |be )?(?:go|gone|going|be|been|sent|handled|escalated|supposed)\b",
+            0.8,
+        ),
+        (
+            r"\b(?:that's|that is|it's|this is)\s+(?:a\s+)?(?:different|the wrong|not the right)\s+\w+|\bthat(?:'s| is) not (?:it|what I (?:asked|meant))\b",
+            0.85,
+        ),
+        (
+            r"\b(?:that's|that is|this is|you're|you are|you've got it|you got it|you have it)\s+(?:wrong|mistaken|incorrect)\b",
+            0.95,
+        ),
         (r"\bthat(?:'s| is) not what (?:the|our|your) \w+ (?:says?|said|states?)\b", 0.9),
         (r"\b(?:wrong|incorrect|mistaken|inaccurate|false)\b", 0.7),
         (
@@ -70,7 +103,10 @@ REPAIR_PATTERNS = tuple(
         (r"\bI (?:said|told you|asked(?: you)?|already (?:said|told you|asked))\b", 0.85),
         (r"\bI (?:meant|mean)\b|\bwhat I (?:meant|asked|was asking)\b|\bI was asking\b", 0.85),
         (r"\b(?:let me|to) (?:rephrase|clarify|be clear)\b|\bin other words\b", 0.8),
-        (r"\b(?:that's|that is|this is) not what I (?:asked|meant|wanted|said)\b|\byou misunderstood\b|\bnot what I asked\b", 0.9),
+        (
+            r"\b(?:that's|that is|this is) not what I (?:asked|meant|wanted|said)\b|\byou misunderstood\b|\bnot what I (?:asked|meant)\b",
+            0.9,
+        ),
         (r"\bI(?:'m| am) asking (?:about|for)\b", 0.75),
     )
 )
@@ -78,18 +114,36 @@ CLARIFICATION_PATTERNS = tuple(
     (re.compile(p, _I), c)
     for p, c in (
         (r"\bwhat do you mean\b|\bwhat does (?:that|this|it) mean\b", 0.85),
-        (r"\b(?:can|could) you (?:clarify|explain(?: that| what you mean)?|be more specific|elaborate)\b", 0.8),
-        (r"\bI (?:don't|do not) (?:understand|get it|follow)\b|\b(?:I'm|I am) (?:confused|lost)\b|\bconfusing\b", 0.85),
+        (
+            r"\b(?:can|could) you (?:clarify|explain(?: that| what you mean)?|be more specific|elaborate)\b",
+            0.8,
+        ),
+        (
+            r"\bI (?:don't|do not) (?:understand|get it|follow)\b|\b(?:I'm|I am) (?:confused|lost)\b|\bconfusing\b",
+            0.85,
+        ),
         (r"\bwhich one\b|\bwhat exactly\b|^\s*huh\??\s*$", 0.7),
     )
 )
 SENTIMENT_PATTERNS = tuple(
     (re.compile(p, _I), c)
     for p, c in (
-        (r"\bfrustrat\w*|\bannoy\w*|\bfed up\b|\bsick of\b|\bridiculous\b|\bunacceptable\b|\bfurious\b|\bangry\b", 0.9),
-        (r"\buseless\b|\bunhelpful\b|\bnot (?:very |at all )?helpful\b|\bterrible\b|\bawful\b|\bhorrible\b|\bpathetic\b", 0.9),
-        (r"\bwaste of (?:my )?time\b|\bdisappoint\w*|\bupset\b|\bcome on\b|\bseriously\?|\bugh+\b|\bthis is (?:a joke|bad|not ok|not okay)\b", 0.8),
-        (r"\bcan't believe\b|\bkeeps? (?:failing|erroring|breaking|crashing|happening)\b|\bagain\?!|!{2,}", 0.75),
+        (
+            r"\bfrustrat\w*|\bannoy\w*|\bfed up\b|\bsick of\b|\bridiculous\b|\bunacceptable\b|\bfurious\b|\bangry\b",
+            0.9,
+        ),
+        (
+            r"\buseless\b|\bunhelpful\b|\bnot (?:very |at all )?helpful\b|\bterrible\b|\bawful\b|\bhorrible\b|\bpathetic\b",
+            0.9,
+        ),
+        (
+            r"\bwaste of (?:my )?time\b|\bdisappoint\w*|\bupset\b|\bcome on\b|\bseriously\?|\bugh+\b|\bthis is (?:a joke|bad|not ok|not okay)\b",
+            0.8,
+        ),
+        (
+            r"\bcan't believe\b|\bkeeps? (?:failing|erroring|breaking|crashing|happening)\b|\bagain\?!|!{2,}",
+            0.75,
+        ),
     )
 )
 ABANDON_PATTERNS = (
@@ -115,10 +169,13 @@ _AGENT_FAILED = re.compile(
     r"\b(?:couldn't|could not|can't|cannot|wasn't able to|was not able to|unable to|not able to) (?:find|locate|answer)\b|"
     r"\b(?:don't|do not) have (?:any )?(?:information|details|data|anything|an answer)\b|"
     r"\bno (?:information|results|matching (?:entries|results))\b|\bI (?:don't|do not) know\b|"
-    r"\b(?:doesn't|does not|don't|do not) (?:seem to )?(?:cover|include|mention|have|contain)\b",
+    r"\b(?:doesn't|does not|don't|do not) (?:seem to )?(?:cover|include|mention|have|contain)\b|"
+    r"\bthere(?:'s| is) nothing (?:on|about|in|for)\b",
     _I,
 )
-_STATEMENT = re.compile(r"\b(?:is|are|was|it's|that's|they're|costs?|takes?)\b", _I)
+_STATEMENT = re.compile(
+    r"\b(?:is|are|was|were|it's|that's|they're|costs?|takes?|lasts?|not|told|said|says|heard)\b", _I
+)
 _NEGATIVE_FEEDBACK = re.compile(r"👎|\bthumbs[- ]down\b|\b(?:rating|rated|rate)\s*:?\s*[12]\s*/\s*5\b", _I)
 
 REPETITION_THRESHOLD = 0.6
@@ -171,7 +228,7 @@ def _best(patterns: tuple[tuple[re.Pattern[str], float], ...], text: str) -> tup
 
 
 def _language_signals(node: ConversationNode) -> list[Signal]:
-    text = node.content
+    text = expand_informal(node.content)
     benign = _BENIGN.search(text) is not None
     out = []
     for sig_type, patterns in (
@@ -186,9 +243,19 @@ def _language_signals(node: ConversationNode) -> list[Signal]:
         conf, _ = hit
         if benign:
             conf *= 0.5
-        out.append(Signal(type=sig_type, turn=node.turn, node_id=node.id, evidence=quote(text), confidence=conf))
+        out.append(
+            Signal(type=sig_type, turn=node.turn, node_id=node.id, evidence=quote(text), confidence=conf)
+        )
     if _NEGATIVE_FEEDBACK.search(text):
-        out.append(Signal(type=SignalType.EXPLICIT_FEEDBACK, turn=node.turn, node_id=node.id, evidence=quote(text), confidence=1.0))
+        out.append(
+            Signal(
+                type=SignalType.EXPLICIT_FEEDBACK,
+                turn=node.turn,
+                node_id=node.id,
+                evidence=quote(text),
+                confidence=1.0,
+            )
+        )
     return out
 
 
@@ -206,7 +273,8 @@ def _supplied_answers(conversation: Conversation, found: list[Signal]) -> list[S
                 and n.id not in corrected
                 and _AGENT_FAILED.search(last_agent.content)
                 and any(
-                    not sent.endswith("?") and (find_values(sent) or _STATEMENT.search(sent)) for sent in sentences(n.content)
+                    not sent.endswith("?") and (find_values(sent) or _STATEMENT.search(sent))
+                    for sent in sentences(n.content)
                 )
             ):
                 out.append(
@@ -242,15 +310,19 @@ def _contradictions(conversation: Conversation, found: list[Signal]) -> list[Sig
                 said = find_values(last_agent.content)
                 answer_terms = set(term_seq(last_agent.content))
                 for sent in sentences(n.content):
-                    if sent.endswith("?") or not _STATEMENT.search(sent):
+                    if sent.endswith("?"):
                         continue
+                    values = find_values(sent)
+                    # An explicit contrast names the agent's own value ("24 hours, not 12 hours"); a
+                    # plain statement must refer back to the answer (no other subject, or a shared word).
+                    contrast = any(normalize(v) == normalize(a) for _, v in values for _, a in said)
                     terms = set(term_seq(sent))
-                    if terms and not terms & answer_terms:
+                    if not contrast and (not _STATEMENT.search(sent) or (terms and not terms & answer_terms)):
                         continue
                     hit = next(
                         (
                             (value, same)
-                            for kind, value in find_values(sent)
+                            for kind, value in values
                             if kind in CONTRADICTION_KINDS
                             and (same := [v for k, v in said if k == kind])
                             and all(normalize(v) != normalize(value) for v in same)
@@ -360,9 +432,18 @@ def _abandonment(conversation: Conversation, signals: list[Signal]) -> list[Sign
     if not users:
         return []
     last_user = users[-1]
-    after = [n for n in conversation.nodes[conversation.index(last_user.id) + 1 :] if n.type == NodeType.AGENT]
+    after = [
+        n for n in conversation.nodes[conversation.index(last_user.id) + 1 :] if n.type == NodeType.AGENT
+    ]
     unresolved = any(
-        s.node_id == last_user.id and s.type in (SignalType.CORRECTION, SignalType.NEGATIVE_SENTIMENT, SignalType.REPETITION, SignalType.CONVERSATIONAL_REPAIR)
+        s.node_id == last_user.id
+        and s.type
+        in (
+            SignalType.CORRECTION,
+            SignalType.NEGATIVE_SENTIMENT,
+            SignalType.REPETITION,
+            SignalType.CONVERSATIONAL_REPAIR,
+        )
         for s in signals
     )
     give_up = any(p.search(last_user.content) for p in ABANDON_PATTERNS)

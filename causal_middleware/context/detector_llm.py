@@ -32,7 +32,9 @@ Answer as {{"signals": [{{"type": "<type>", "turn": <int>, "node_id": "<node id>
 def detect_llm(conversation: Conversation, model: BaseChatModel | None) -> Detection:
     """One model call; ``status="not_run"`` when no model is given."""
     if model is None:
-        return Detection(session_id=conversation.session_id, mode="llm", status="not_run", reason=NOT_CONFIGURED)
+        return Detection(
+            session_id=conversation.session_id, mode="llm", status="not_run", reason=NOT_CONFIGURED
+        )
     data = ask_json(
         model,
         SYSTEM,
@@ -58,8 +60,16 @@ def detect_llm(conversation: Conversation, model: BaseChatModel | None) -> Detec
             turn = node_turns.get(node_id, 0) if node_id else 0
         conf = item.get("confidence", 0.0)
         if not isinstance(conf, int | float) or not 0.0 <= conf <= 1.0:
-            raise LLMResponseError(f"detector: signals[{i}] confidence must be a number in [0, 1], got {conf!r}")
+            raise LLMResponseError(
+                f"detector: signals[{i}] confidence must be a number in [0, 1], got {conf!r}"
+            )
         signals.append(
-            Signal(type=sig_type, turn=turn, node_id=node_id, evidence=str(item.get("evidence", "")), confidence=float(conf))
+            Signal(
+                type=sig_type,
+                turn=turn,
+                node_id=node_id,
+                evidence=str(item.get("evidence", "")),
+                confidence=float(conf),
+            )
         )
     return Detection.from_signals(conversation.session_id, signals, mode="llm", calls=1)

@@ -47,7 +47,11 @@ class WorkspaceExplorer:
 
     def search_kb(self, query: str, k: int = 3) -> list[KBHit]:
         hits = self.workspace.search_kb(query, k=k)
-        self._log("search_kb", {"query": query, "k": k}, ", ".join(f"{h.path} ({h.score:.2f})" for h in hits) or "no hits")
+        self._log(
+            "search_kb",
+            {"query": query, "k": k},
+            ", ".join(f"{h.path} ({h.score:.2f})" for h in hits) or "no hits",
+        )
         return hits
 
     def read_kb_entry(self, path_or_id: str) -> str | None:
@@ -60,7 +64,9 @@ class WorkspaceExplorer:
         return text
 
     def list_skills(self) -> list[dict[str, str]]:
-        skills = [{"name": s.name, "path": s.path, "description": s.description} for s in self.workspace.skills()]
+        skills = [
+            {"name": s.name, "path": s.path, "description": s.description} for s in self.workspace.skills()
+        ]
         self._log("list_skills", {}, ", ".join(s["name"] for s in skills) or "no skills")
         return skills
 

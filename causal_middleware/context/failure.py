@@ -8,6 +8,7 @@ from causal_middleware.context.conversation import Conversation, ConversationNod
 from causal_middleware.context.delta import Delta, correction_delta, tool_error_delta
 from causal_middleware.context.segmenter import Segment, segment, segment_of
 from causal_middleware.context.signals import Detection, SignalType
+from causal_middleware.context.text import expand_informal
 
 _PRIMARY = (SignalType.CORRECTION, SignalType.TOOL_EXECUTION_ERROR)
 _SECONDARY = (
@@ -55,7 +56,9 @@ def locate_failure(conversation: Conversation, detection: Detection) -> FailureP
     seg = segment_of(segments, (target or anchor).id)
     question = conversation.node(seg.opening_node_id) if seg else None
     if anchor.type == NodeType.USER:
-        kind, expected, got, instruction = correction_delta(anchor.content, target.content if target else None)
+        kind, expected, got, instruction = correction_delta(
+            expand_informal(anchor.content), target.content if target else None
+        )
         delta = Delta(
             kind=kind,
             expected=expected,
@@ -78,5 +81,12 @@ def locate_failure(conversation: Conversation, detection: Detection) -> FailureP
             question_node_id=question.id if question else None,
         )
     else:
-        delta = Delta(kind="none", evidence=anchor.content or anchor.output, anchor_node_id=anchor.id, target_node_id=anchor.id)
-    return FailurePoint(anchor=anchor, target=target, question=question, delta=delta, segment=seg, segments=segments)
+        delta = Delta(
+            kind="none",
+            evidence=anchor.content or anchor.output,
+            anchor_node_id=anchor.id,
+            target_node_id=anchor.id,
+        )
+    return FailurePoint(
+        anchor=anchor, target=target, question=question, delta=delta, segment=seg, segments=segments
+    )

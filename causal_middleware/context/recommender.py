@@ -16,7 +16,7 @@ from typing import Literal
 
 from causal_middleware.context.authority import AuthorityDecision, SourceInfo, resolve_authority
 from causal_middleware.context.conversation import Conversation, NodeType
-from causal_middleware.context.delta import claimed_subject
+from causal_middleware.context.delta import Delta, allowed_values, claimed_subject
 from causal_middleware.context.explorer import WorkspaceExplorer
 from causal_middleware.context.recommendation import (
     Classification,
@@ -78,19 +78,28 @@ def recommend(
 
 
 class _Recommender:
-    def __init__(self, conversation: Conversation, diagnosis: Diagnosis, workspace: Workspace, mode: Mode) -> None:
+    def __init__(
+        self, conversation: Conversation, diagnosis: Diagnosis, workspace: Workspace, mode: Mode
+    ) -> None:
         self.conv = conversation
         self.diag = diagnosis
         self.ws = workspace
         self.mode = mode
         self.ex = WorkspaceExplorer(workspace)
-        self.delta = diagnosis.delta
+        self.has_delta = diagnosis.delta is not None
+        self.delta: Delta = diagnosis.delta or Delta(kind="none")
         self.root = conversation.node(diagnosis.root_node_id) if diagnosis.root_node_id else None
-        question = conversation.node(self.delta.question_node_id) if self.delta and self.delta.question_node_id else None
-        anchor = conversation.node(self.delta.anchor_node_id) if self.delta and self.delta.anchor_node_id else None
+        question = (
+            conversation.node(self.delta.question_node_id)
+            if self.delta and self.delta.question_node_id
+            else None
+        )
+        anchor = (
+            conversation.node(self.delta.anchor_node_id) if self.delta and self.delta.anchor_node_id else None
+        )
         self.question = question.content if question else ""
         self.correction = anchor.content if anchor is not None and anchor.type == NodeType.USER else ""
-        claimed = claimed_subject(self.correction, self.delta.expected) if self.delta else None
+        claimed = claimed_subject(self.correction, self.delta.expected)
         # What the user is talking about: the subject they state a value for, else their question.
         self.subject_text = claimed or self.question
         self.subject = term_set(self.subject_text) - _DROP
@@ -104,7 +113,7 @@ class _Recommender:
     # --- entry ----------------------------------------------------------------------------
     def run(self) -> Recommendation:
         d = self.diag
-        if d.status != "ok" or self.delta is None:
+        if d.status != "ok" or not self.has_delta:
             return self._no_action(Classification.AMBIGUOUS, f"nothing to fix: diagnosis {d.status}", 0.3)
         if self.delta.kind == "behaviour" or d.component_type == "system_prompt":
             return self._system_prompt()
@@ -151,7 +160,13 @@ class _Recommender:
             diff=unified_diff(target, before, after) if op != Operation.NO_ACTION else "",
         )
 
-    def _no_action(self, classification: Classification, rationale: str, confidence: float, dims: Dimensions | None = None) -> Recommendation:
+    def _no_action(
+        self,
+        classification: Classification,
+        rationale: str,
+        confidence: float,
+        dims: Dimensions | None = None,
+    ) -> Recommendation:
         return self._rec(
             Operation.NO_ACTION,
             None,
@@ -165,7 +180,7 @@ class _Recommender:
         )
 
     def _user_source(self) -> str:
-        turn = self.delta.anchor_node_id if self.delta else None
+        turn = self.delta.anchor_node_id
         return f"user correction (session {self.conv.session_id}, node {turn})"
 
     def _current(self, path: str) -> str | None:
@@ -181,29 +196,51 @@ class _Recommender:
             skills = self.ex.list_skills()
             hits = self.ex.search_kb(instruction, k=3)
         else:
-            prompt = self.root.output if self.root is not None and self.root.type == NodeType.SYSTEM_PROMPT else None
+            prompt = (
+                self.root.output
+                if self.root is not None and self.root.type == NodeType.SYSTEM_PROMPT
+                else None
+            )
             skills, hits = [], []
         current = self._current(path)
         instr_terms = term_set(instruction) - _DROP
-        present = prompt is not None and coverage(instr_terms, term_set(prompt)) >= INSTRUCTION_PRESENT
+        present = prompt is not None and _states(prompt, instruction)
         covering_skill = next(
-            (s["path"] for s in skills if coverage(instr_terms, term_set(s["name"] + " " + s["description"])) >= INSTRUCTION_PRESENT),
+            (
+                s["path"]
+                for s in skills
+                if coverage(instr_terms, term_set(s["name"] + " " + s["description"])) >= INSTRUCTION_PRESENT
+            ),
             None,
         )
         backing = next((h for h in hits if _states(h.content, instruction)), None)
         dims = Dimensions(
-            existence=Dimension(ok=present, evidence="the instruction is in the system prompt" if present else "no such instruction in the system prompt"),
+            existence=Dimension(
+                ok=present,
+                evidence="the instruction is in the system prompt"
+                if present
+                else "no such instruction in the system prompt",
+            ),
             accessibility=Dimension(ok=None, evidence="the system prompt is always in context"),
             correctness=Dimension(ok=present, evidence=quote(instruction)),
             consistency=Dimension(
                 ok=covering_skill is None,
-                evidence=f"skill {covering_skill} covers the same behaviour" if covering_skill else "no skill or entry contradicts it",
+                evidence=f"skill {covering_skill} covers the same behaviour"
+                if covering_skill
+                else "no skill or entry contradicts it",
             ),
         )
         if present:
-            return self._no_action(Classification.INCIDENTAL, "the system prompt already states this; the agent did not follow it", 0.6, dims)
+            return self._no_action(
+                Classification.INCIDENTAL,
+                "the system prompt already states this; the agent did not follow it",
+                0.6,
+                dims,
+            )
         if current is None and prompt is None:
-            return self._no_action(Classification.AMBIGUOUS, "the workspace has no system prompt to update", 0.3, dims)
+            return self._no_action(
+                Classification.AMBIGUOUS, "the workspace has no system prompt to update", 0.3, dims
+            )
         base = current if current is not None else prompt
         after = append_line(base or "", f"- {instruction}")
         return self._rec(
@@ -223,7 +260,7 @@ class _Recommender:
     # --- tool prompt ----------------------------------------------------------------------
     def _tool(self) -> Recommendation:
         path = self.diag.component_path or ""
-        name = PurePosixPath(path).stem if path else (self.root.name if self.root else "")
+        name = PurePosixPath(path).stem if path else ((self.root.name if self.root else None) or "")
         got, expected = self.delta.got, self.delta.expected
         if self.explore:
             text = self.ex.read_tool_prompt(name)
@@ -233,15 +270,41 @@ class _Recommender:
             text, prompt, hits = None, None, []
         current = self._current(path) if path else None
         base = text if text is not None else current
-        also = [p for p, t in ((SYSTEM_PROMPT_PATH, prompt), *((h.path, h.content) for h in hits)) if t and got and contains(t, got)]
+        if (
+            self.explore
+            and base is not None
+            and got
+            and contains(base, got)
+            and (not expected or contains(base, expected))
+        ):
+            # The error names no single expected value the description lacks: take the one value the
+            # error lists as acceptable that the description never mentions (the one `got` replaced).
+            anchor = self.conv.node(self.delta.anchor_node_id) if self.delta.anchor_node_id else None
+            missing = [
+                a
+                for a in allowed_values(anchor.output if anchor else "")
+                if a != got and not contains(base, a)
+            ]
+            if len(missing) == 1:
+                expected = missing[0]
+        also = [
+            p
+            for p, t in ((SYSTEM_PROMPT_PATH, prompt), *((h.path, h.content) for h in hits))
+            if t and got and contains(t, got)
+        ]
         dims = Dimensions(
-            existence=Dimension(ok=base is not None, evidence=f"tool prompt {path}" if base else f"no tool prompt {path}"),
+            existence=Dimension(
+                ok=base is not None, evidence=f"tool prompt {path}" if base else f"no tool prompt {path}"
+            ),
             accessibility=Dimension(ok=None, evidence="tool descriptions are always in context"),
             correctness=Dimension(
                 ok=not (got and base and contains(base, got)) if self.explore else None,
                 evidence=f"the tool prompt documents {got!r}; the tool expects {expected!r}",
             ),
-            consistency=Dimension(ok=not also, evidence=("also stated in " + ", ".join(also)) if also else "no other source repeats it"),
+            consistency=Dimension(
+                ok=not also,
+                evidence=("also stated in " + ", ".join(also)) if also else "no other source repeats it",
+            ),
         )
         if self.explore and base is not None and got and contains(base, got) and expected:
             after = replace_value(base, got, expected, set())
@@ -259,7 +322,9 @@ class _Recommender:
                 rule=None,
             )
         if self.explore and base is not None and expected and contains(base, expected):
-            return self._no_action(Classification.INCIDENTAL, "the tool prompt already documents the expected value", 0.6, dims)
+            return self._no_action(
+                Classification.INCIDENTAL, "the tool prompt already documents the expected value", 0.6, dims
+            )
         if not self.explore and current is not None and got and expected:
             return self._rec(
                 Operation.UPDATE,
@@ -273,7 +338,9 @@ class _Recommender:
                 dims=dims,
                 authority=f"tool error at node {self.delta.anchor_node_id}",
             )
-        return self._no_action(Classification.AMBIGUOUS, "the tool error does not point at the tool description", 0.4, dims)
+        return self._no_action(
+            Classification.AMBIGUOUS, "the tool error does not point at the tool description", 0.4, dims
+        )
 
     # --- skill ----------------------------------------------------------------------------
     def _skill(self) -> Recommendation:
@@ -288,30 +355,47 @@ class _Recommender:
             skills, hits = [], []
         base = self._current(path) if path else None
         text = text if text is not None else base
-        backing = [h for h in hits if expected and contains(h.content, expected) and self._about_user(h.content, expected)]
+        backing = [
+            h
+            for h in hits
+            if expected and contains(h.content, expected) and self._about_user(h.content, expected)
+        ]
         others = [
             s["path"]
             for s in skills
-            if s["path"] != path and coverage(self.subject, term_set(s["name"] + " " + s["description"])) >= 0.5
+            if s["path"] != path
+            and coverage(self.subject, term_set(s["name"] + " " + s["description"])) >= 0.5
         ]
         wrong = bool(text and got and contains(text, got))
         dims = Dimensions(
-            existence=Dimension(ok=bool(backing) or bool(text and expected and contains(text, expected)), evidence=_paths(backing, "states the expected value")),
+            existence=Dimension(
+                ok=bool(backing) or bool(text and expected and contains(text, expected)),
+                evidence=_paths(backing, "states the expected value"),
+            ),
             accessibility=Dimension(ok=True, evidence=f"the agent read {path}"),
-            correctness=Dimension(ok=not wrong, evidence=f"{path} states {got!r}" if wrong else "the skill does not state the wrong value"),
+            correctness=Dimension(
+                ok=not wrong,
+                evidence=f"{path} states {got!r}" if wrong else "the skill does not state the wrong value",
+            ),
             consistency=Dimension(
                 ok=not (backing and wrong) and not others,
-                evidence=("conflicts with " + ", ".join([b.path for b in backing] + others)) if (backing and wrong) or others else "no conflicting source",
+                evidence=("conflicts with " + ", ".join([b.path for b in backing] + others))
+                if (backing and wrong) or others
+                else "no conflicting source",
             ),
         )
         if wrong and expected and base is not None:
-            decision = self._authority([self._meta(path, base)] + [self._entry_meta(b.path) for b in backing]) if backing else None
+            decision = (
+                self._authority([self._meta(path, base)] + [self._entry_meta(b.path) for b in backing])
+                if backing
+                else None
+            )
             authority = decision.winner if decision and decision.winner != path else self._user_source()
             return self._rec(
                 Operation.UPDATE,
                 path,
                 before=base,
-                after=replace_value(base, got, expected, self.subject),
+                after=replace_value(base, got or "", expected, self.subject),
                 change=f"replace {got!r} with {expected!r}",
                 classification=Classification.SYSTEMIC,
                 confidence=0.9 if decision and decision.winner != path else 0.7,
@@ -321,8 +405,12 @@ class _Recommender:
                 rule=decision.rule if decision and decision.winner != path else None,
             )
         if text and expected and contains(text, expected):
-            return self._no_action(Classification.INCIDENTAL, "the skill already states the expected value", 0.6, dims)
-        return self._no_action(Classification.AMBIGUOUS, "the skill neither states the wrong nor the right value", 0.4, dims)
+            return self._no_action(
+                Classification.INCIDENTAL, "the skill already states the expected value", 0.6, dims
+            )
+        return self._no_action(
+            Classification.AMBIGUOUS, "the skill neither states the wrong nor the right value", 0.4, dims
+        )
 
     # --- knowledge base -------------------------------------------------------------------
     def _query(self) -> str:
@@ -337,10 +425,17 @@ class _Recommender:
         if self.explore:
             r_text = self.ex.read_kb_entry(r_path) if r_path else None
             hits = self.ex.search_kb(self._query(), k=5)
+            r_wrong = bool(r_text and got and contains(r_text, got))
             cands = [
                 h.path
                 for h in hits
-                if h.path != r_path and expected and contains(h.content, expected) and self._about_user(h.content, expected)
+                if h.path != r_path
+                and expected
+                and contains(h.content, expected)
+                and (
+                    self._about_user(h.content, expected)
+                    or (r_wrong and self._near_identical(r_text or "", got or "", h.content, expected))
+                )
             ]
             for p in cands[:2]:
                 self.ex.read_kb_entry(p)
@@ -351,30 +446,57 @@ class _Recommender:
             section_hits = [d.path for d in (self.root.documents if self.root else []) if d.path]
         wrong = bool(r_text and got and contains(r_text, got))
         right = bool(r_text and expected and contains(r_text, expected))
-        conflicts = [c for c in cands if wrong and self._same_claim(r_text or "", got or "", self.ws.read(c), expected or "")]
+        conflicts = [
+            c
+            for c in cands
+            if wrong and self._same_claim(r_text or "", got or "", self.ws.read(c), expected or "")
+        ]
         dims = Dimensions(
             existence=Dimension(
                 ok=bool(cands) or right,
-                evidence=_paths_str(cands, "states the expected value") if cands else ("the retrieved entry states it" if right else "no source states the expected value"),
+                evidence=_paths_str(cands, "states the expected value")
+                if cands
+                else ("the retrieved entry states it" if right else "no source states the expected value"),
             ),
             accessibility=Dimension(
                 ok=(not cands or any(c in self.retrieved for c in cands)) if (cands or right) else None,
-                evidence=("never retrieved in the session: " + ", ".join(c for c in cands if c not in self.retrieved)) if cands else "",
+                evidence=(
+                    "never retrieved in the session: "
+                    + ", ".join(c for c in cands if c not in self.retrieved)
+                )
+                if cands
+                else "",
             ),
-            correctness=Dimension(ok=not wrong if r_text else None, evidence=f"{r_path} states {got!r}" if wrong else ""),
-            consistency=Dimension(ok=not conflicts, evidence=("conflicts with " + ", ".join(conflicts)) if conflicts else "no conflicting entry"),
+            correctness=Dimension(
+                ok=not wrong if r_text else None, evidence=f"{r_path} states {got!r}" if wrong else ""
+            ),
+            consistency=Dimension(
+                ok=not conflicts,
+                evidence=("conflicts with " + ", ".join(conflicts)) if conflicts else "no conflicting entry",
+            ),
         )
         if wrong and r_path:
             if conflicts:
                 return self._resolve_conflict(r_path, conflicts, dims)
             # The faulty entry is about what the user asked: it is stale. Otherwise the search
             # brought the wrong entry, and the one stating the expected value is not reachable.
-            off_topic = value_kind(got or "") != value_kind(expected or "") or not self._about_user(r_text or "", got or "")
+            off_topic = value_kind(got or "") != value_kind(expected or "") or not self._about_user(
+                r_text or "", got or ""
+            )
             if cands and off_topic:
+                if any(c in self.retrieved for c in cands):
+                    return self._no_action(
+                        Classification.INCIDENTAL,
+                        "the right entry was retrieved; the agent did not use it",
+                        0.55,
+                        dims,
+                    )
                 return self._make_accessible(cands[0], dims)
             base = self._current(r_path)
             if base is None:
-                return self._no_action(Classification.AMBIGUOUS, f"{r_path} is no longer in the workspace", 0.3, dims)
+                return self._no_action(
+                    Classification.AMBIGUOUS, f"{r_path} is no longer in the workspace", 0.3, dims
+                )
             return self._rec(
                 Operation.UPDATE,
                 r_path,
@@ -388,10 +510,17 @@ class _Recommender:
                 authority=self._user_source(),
             )
         if right:
-            return self._no_action(Classification.INCIDENTAL, "the retrieved entry already states the expected value", 0.6, dims)
+            return self._no_action(
+                Classification.INCIDENTAL, "the retrieved entry already states the expected value", 0.6, dims
+            )
         if cands:
             if any(c in self.retrieved for c in cands):
-                return self._no_action(Classification.INCIDENTAL, "the right entry was retrieved; the agent did not use it", 0.55, dims)
+                return self._no_action(
+                    Classification.INCIDENTAL,
+                    "the right entry was retrieved; the agent did not use it",
+                    0.55,
+                    dims,
+                )
             return self._make_accessible(cands[0], dims)
         if expected:
             return self._create(section_hits, dims)
@@ -420,6 +549,12 @@ class _Recommender:
             return False
         if self._about_user(r_text, got) and self._about_user(x_text, expected):
             return True
+        return self._near_identical(r_text, got, x_text, expected)
+
+    def _near_identical(self, r_text: str, got: str, x_text: str, expected: str) -> bool:
+        """The sentence stating ``got`` and the one stating ``expected`` differ (almost) only in the value."""
+        if value_kind(got) != value_kind(expected):
+            return False
         a, b = claim_sentence(r_text, got), claim_sentence(x_text, expected)
         if not a or not b:
             return False
@@ -501,7 +636,11 @@ class _Recommender:
             return claimed
         target = self.conv.node(self.delta.target_node_id) if self.delta.target_node_id else None
         if target is not None and target.type == NodeType.AGENT:
-            m = re.search(r"\b(?:about|on|for|regarding) the ([a-z][\w -]{2,60}?)(?: in\b| from\b|[.,;!?]|$)", target.content, re.IGNORECASE)
+            m = re.search(
+                r"\b(?:about|on|for|regarding) the ([a-z][\w -]{2,60}?)(?: in\b| from\b|[.,;!?]|$)",
+                target.content,
+                re.IGNORECASE,
+            )
             if m:
                 return m.group(1).strip()
         return subject_phrase(self.question) or " ".join(sorted(self.subject)) or "new entry"
@@ -557,8 +696,12 @@ def _duplicates(a: KBEntry, b: KBEntry) -> bool:
 
 
 def _states(text: str, instruction: str) -> bool:
-    terms = term_set(instruction) - _DROP
-    return bool(terms) and any(coverage(terms, term_set(s)) >= INSTRUCTION_PRESENT for s in text.splitlines())
+    """Whether one line of ``text`` states the instruction (most of its words, some side by side)."""
+    return any(
+        relevance(instruction, line, drop=()) >= INSTRUCTION_PRESENT
+        for line in text.splitlines()
+        if line.strip()
+    )
 
 
 def _paths(hits: list, what: str) -> str:
@@ -567,4 +710,3 @@ def _paths(hits: list, what: str) -> str:
 
 def _paths_str(paths: list[str], what: str) -> str:
     return f"{', '.join(paths)} {what}" if paths else ""
-

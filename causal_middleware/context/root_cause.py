@@ -83,10 +83,14 @@ class Diagnosis(BaseModel):
     reason: str | None = None
     delta: Delta | None = None
     root_node_id: str | None = None
-    attributions: list[Attribution] = Field(default_factory=list, description="highest first; scores sum to 1")
+    attributions: list[Attribution] = Field(
+        default_factory=list, description="highest first; scores sum to 1"
+    )
     category: FaultCategory | None = None
     component_type: ComponentType | None = None
-    component_path: str | None = Field(default=None, description="workspace path of the faulty source, when known")
+    component_path: str | None = Field(
+        default=None, description="workspace path of the faulty source, when known"
+    )
     segment_node_ids: list[str] = Field(default_factory=list)
     calls: int = Field(default=0, description="reasoning calls: 1 for holistic, N+2 for iterative")
 
@@ -114,7 +118,12 @@ def diagnose(
         raise ValueError(f"unknown root-cause mode {mode!r}; expected 'offline' or 'llm'")
     fp = locate_failure(conversation, detection)
     if fp is None:
-        return Diagnosis(session_id=conversation.session_id, method=method, status="no_failure", reason="no dissatisfaction signal")
+        return Diagnosis(
+            session_id=conversation.session_id,
+            method=method,
+            status="no_failure",
+            reason="no dissatisfaction signal",
+        )
     if method == "holistic":
         return _holistic(conversation, fp)
     return _iterative(conversation, fp)
@@ -147,7 +156,9 @@ def carries(node: ConversationNode, value: str | None) -> bool:
 
 def claim_relevance(node: ConversationNode, value: str, subject: str) -> tuple[float, str | None]:
     """How much the sentence carrying ``value`` is about ``subject``; and the document path it is in."""
-    pieces: list[tuple[str, str | None, str]] = [(d.content, d.path, d.title or "") for d in node.documents if d.content]
+    pieces: list[tuple[str, str | None, str]] = [
+        (d.content, d.path, d.title or "") for d in node.documents if d.content
+    ]
     if not pieces:
         pieces = [(node.output or node.content, node.source, "")]
     best, best_path = 0.0, None
@@ -194,10 +205,14 @@ def _finish(
     total = sum(w for w, _ in weights.values())
     order = {n.id: i for i, n in enumerate(conversation.nodes)}
     attributions = [
-        Attribution(node_id=nid, score=round(w / total, 6), reason=why) for nid, (w, why) in weights.items() if total > 0
+        Attribution(node_id=nid, score=round(w / total, 6), reason=why)
+        for nid, (w, why) in weights.items()
+        if total > 0
     ]
     attributions.sort(key=lambda a: (-a.score, order.get(a.node_id, 0)))
-    ctype: ComponentType | None = component_type(path) if path else (CATEGORY_COMPONENT[category] if category else None)
+    ctype: ComponentType | None = (
+        component_type(path) if path else (CATEGORY_COMPONENT[category] if category else None)
+    )
     if ctype == "other" and category:
         ctype = CATEGORY_COMPONENT[category]
     return Diagnosis(
@@ -232,7 +247,9 @@ def _holistic(conversation: Conversation, fp: FailurePoint) -> Diagnosis:
         for node in reversed(nodes):
             if not carries(node, got):
                 continue
-            rel, path = claim_relevance(node, got, subject) if node.type != NodeType.TOOL_CALL else (1.0, node.source)
+            rel, path = (
+                claim_relevance(node, got, subject) if node.type != NodeType.TOOL_CALL else (1.0, node.source)
+            )
             if node.type in CONTEXT_NODE_TYPES:
                 if node.id in in_seg or rel >= RELEVANCE_MIN:
                     weights[node.id] = (0.3, "carries the wrong value")
@@ -245,18 +262,39 @@ def _holistic(conversation: Conversation, fp: FailurePoint) -> Diagnosis:
             if root.type == NodeType.KB_RETRIEVAL:
                 cpath = root_path or cpath
             _add_context(weights, nodes, in_seg, root)
-            return _finish(conversation, fp, method="holistic", root=root, weights=weights, category=category, path=cpath, calls=1)
+            return _finish(
+                conversation,
+                fp,
+                method="holistic",
+                root=root,
+                weights=weights,
+                category=category,
+                path=cpath,
+                calls=1,
+            )
         weights.clear()
 
     root, category, cpath, why = _root_without_value(conversation, fp, nodes, in_seg, subject)
     if root is not None:
         weights[root.id] = (1.0, why)
     _add_context(weights, nodes, in_seg, root)
-    return _finish(conversation, fp, method="holistic", root=root, weights=weights, category=category, path=cpath, calls=1)
+    return _finish(
+        conversation,
+        fp,
+        method="holistic",
+        root=root,
+        weights=weights,
+        category=category,
+        path=cpath,
+        calls=1,
+    )
 
 
 def _add_context(
-    weights: dict[str, tuple[float, str]], nodes: list[ConversationNode], in_seg: set[str], root: ConversationNode | None
+    weights: dict[str, tuple[float, str]],
+    nodes: list[ConversationNode],
+    in_seg: set[str],
+    root: ConversationNode | None,
 ) -> None:
     """Small shares for the rest of the failing question's context, so runners-up are ranked."""
     for n in nodes:
@@ -283,29 +321,58 @@ def _root_without_value(
     delta = fp.delta
     system = next((n for n in nodes if n.type == NodeType.SYSTEM_PROMPT), None)
     if delta.kind == "behaviour":
-        return system, FaultCategory.SYSTEM_PROMPT_GAP, (system.source if system else None) or SYSTEM_PROMPT_PATH, "behaviour the instructions do not cover"
+        return (
+            system,
+            FaultCategory.SYSTEM_PROMPT_GAP,
+            (system.source if system else None) or SYSTEM_PROMPT_PATH,
+            "behaviour the instructions do not cover",
+        )
     if delta.kind == "tool_error":
         tool = fp.anchor
         first = next((n for n in nodes if n.type == NodeType.TOOL_CALL and n.name == tool.name), tool)
-        return first, FaultCategory.TOOL_PROMPT_ERROR, first.source or tool_prompt_path(first.name or "tool"), "first call under the failing tool's definition"
+        return (
+            first,
+            FaultCategory.TOOL_PROMPT_ERROR,
+            first.source or tool_prompt_path(first.name or "tool"),
+            "first call under the failing tool's definition",
+        )
     seg_nodes = [n for n in nodes if n.id in in_seg]
     if delta.expected:
         for n in seg_nodes:
-            if n.type in CONTEXT_NODE_TYPES and n.type != NodeType.SYSTEM_PROMPT and carries(n, delta.expected):
+            if (
+                n.type in CONTEXT_NODE_TYPES
+                and n.type != NodeType.SYSTEM_PROMPT
+                and carries(n, delta.expected)
+            ):
                 rel, path = claim_relevance(n, delta.expected, subject)
                 if rel >= RELEVANCE_MIN:
                     return n, None, path or n.source, "the right content was in the context"
     retrievals = [n for n in seg_nodes if n.type == NodeType.KB_RETRIEVAL]
     relevant = [n for n in retrievals if not subject or relevance(subject, n.content) > 0] or retrievals
     if relevant:
-        return relevant[0], FaultCategory.KB_CONTENT_GAP, None, "retrieval for the question found no such content"
+        return (
+            relevant[0],
+            FaultCategory.KB_CONTENT_GAP,
+            None,
+            "retrieval for the question found no such content",
+        )
     skills = [n for n in seg_nodes if n.type == NodeType.SKILL_LOOKUP]
     if skills:
-        return skills[0], FaultCategory.SKILL_FILE_STALE, skills[0].source, "skill used for the question lacks the content"
+        return (
+            skills[0],
+            FaultCategory.SKILL_FILE_STALE,
+            skills[0].source,
+            "skill used for the question lacks the content",
+        )
     outputs = [n for n in seg_nodes if n.type in (NodeType.REASONING, NodeType.AGENT)]
     if outputs:
         return outputs[0], FaultCategory.RETRIEVAL_FAILURE, None, "the agent answered without retrieving"
-    return system, FaultCategory.SYSTEM_PROMPT_GAP if system else None, system.source if system else None, "fallback"
+    return (
+        system,
+        FaultCategory.SYSTEM_PROMPT_GAP if system else None,
+        system.source if system else None,
+        "fallback",
+    )
 
 
 # --- iterative baseline -----------------------------------------------------------------------
@@ -352,23 +419,36 @@ def _iterative(conversation: Conversation, fp: FailurePoint) -> Diagnosis:
     scored = [(node_score(n, fp, subject, in_seg), i, n) for i, n in enumerate(nodes)]
     weights = {n.id: (sc, why) for (sc, why), _, n in scored if sc > 0}
     if not scored:
-        return _finish(conversation, fp, method="iterative", root=None, weights={}, category=None, path=None, calls=2)
+        return _finish(
+            conversation, fp, method="iterative", root=None, weights={}, category=None, path=None, calls=2
+        )
     # Ties go to the node closest to the failure: a per-node judge has no chain to prefer the first.
     (_, _), _, root = max(scored, key=lambda t: (round(t[0][0], 6), t[1]))
     category, cpath = _category_of_node(root, fp, subject)
     return _finish(
-        conversation, fp, method="iterative", root=root, weights=weights, category=category, path=cpath, calls=len(conversation.nodes) + 2
+        conversation,
+        fp,
+        method="iterative",
+        root=root,
+        weights=weights,
+        category=category,
+        path=cpath,
+        calls=len(conversation.nodes) + 2,
     )
 
 
-def _category_of_node(root: ConversationNode, fp: FailurePoint, subject: str) -> tuple[FaultCategory | None, str | None]:
+def _category_of_node(
+    root: ConversationNode, fp: FailurePoint, subject: str
+) -> tuple[FaultCategory | None, str | None]:
     delta = fp.delta
     if root.type == NodeType.SYSTEM_PROMPT:
         return FaultCategory.SYSTEM_PROMPT_GAP, root.source or SYSTEM_PROMPT_PATH
     if root.type == NodeType.KB_RETRIEVAL:
         if delta.got and carries(root, delta.got):
             rel, path = claim_relevance(root, delta.got, subject)
-            return (FaultCategory.KB_CONTENT_STALE if rel >= RELEVANCE_MIN else FaultCategory.RETRIEVAL_FAILURE), path or root.source
+            return (
+                FaultCategory.KB_CONTENT_STALE if rel >= RELEVANCE_MIN else FaultCategory.RETRIEVAL_FAILURE
+            ), path or root.source
         return FaultCategory.KB_CONTENT_GAP, None
     if root.type in (NodeType.SKILL_LOOKUP, NodeType.TOOL_CALL):
         return category_for(root, None)

@@ -54,13 +54,29 @@ Pick the root node. Categories: {categories}. Answer as {{"root_node_id": "<id>"
 
 
 def diagnose_llm(
-    conversation: Conversation, detection: Detection, model: BaseChatModel | None, *, method: Method = "holistic"
+    conversation: Conversation,
+    detection: Detection,
+    model: BaseChatModel | None,
+    *,
+    method: Method = "holistic",
 ) -> Diagnosis:
     if model is None:
-        return Diagnosis(session_id=conversation.session_id, method=method, mode="llm", status="not_run", reason=NOT_CONFIGURED)
+        return Diagnosis(
+            session_id=conversation.session_id,
+            method=method,
+            mode="llm",
+            status="not_run",
+            reason=NOT_CONFIGURED,
+        )
     fp = locate_failure(conversation, detection)
     if fp is None:
-        return Diagnosis(session_id=conversation.session_id, method=method, mode="llm", status="no_failure", reason="no dissatisfaction signal")
+        return Diagnosis(
+            session_id=conversation.session_id,
+            method=method,
+            mode="llm",
+            status="no_failure",
+            reason="no dissatisfaction signal",
+        )
     if method == "holistic":
         return _holistic(conversation, fp, model)
     return _iterative(conversation, fp, model)
@@ -80,13 +96,19 @@ def _holistic(conversation: Conversation, fp: FailurePoint, model: BaseChatModel
     delta = _delta(data, fp)
     root = _node_id(conversation, require(data, "root_node_id", str, "root cause"), "root_node_id")
     raw = require(data, "attributions", dict, "root cause")
-    scores = {_node_id(conversation, k, "attributions"): _number(v, f"attributions[{k!r}]") for k, v in raw.items()}
+    scores = {
+        _node_id(conversation, k, "attributions"): _number(v, f"attributions[{k!r}]") for k, v in raw.items()
+    }
     return _result(conversation, fp, data, "holistic", root, scores, delta, calls=1)
 
 
 def _iterative(conversation: Conversation, fp: FailurePoint, model: BaseChatModel) -> Diagnosis:
     transcript = conversation.transcript()
-    data = ask_json(model, SYSTEM, DELTA.format(session_id=conversation.session_id, transcript=transcript, anchor=fp.anchor.id))
+    data = ask_json(
+        model,
+        SYSTEM,
+        DELTA.format(session_id=conversation.session_id, transcript=transcript, anchor=fp.anchor.id),
+    )
     delta = _delta(data, fp)
     scores: dict[str, float] = {}
     for node in conversation.nodes:
@@ -103,7 +125,9 @@ def _iterative(conversation: Conversation, fp: FailurePoint, model: BaseChatMode
                 text=node.text[:1500],
             ),
         )
-        scores[node.id] = _number(require(answer, "score", int | float, f"node {node.id}"), f"node {node.id} score")
+        scores[node.id] = _number(
+            require(answer, "score", (int, float), f"node {node.id}"), f"node {node.id} score"
+        )
     final = ask_json(
         model,
         SYSTEM,
@@ -117,7 +141,9 @@ def _iterative(conversation: Conversation, fp: FailurePoint, model: BaseChatMode
         ),
     )
     root = _node_id(conversation, require(final, "root_node_id", str, "final pick"), "root_node_id")
-    return _result(conversation, fp, final, "iterative", root, scores, delta, calls=len(conversation.nodes) + 2)
+    return _result(
+        conversation, fp, final, "iterative", root, scores, delta, calls=len(conversation.nodes) + 2
+    )
 
 
 def _result(
@@ -136,7 +162,9 @@ def _result(
         try:
             category = FaultCategory(str(category).upper())
         except ValueError as exc:
-            raise LLMResponseError(f"root cause: unknown category {data.get('category')!r}; expected one of {CATEGORIES}") from exc
+            raise LLMResponseError(
+                f"root cause: unknown category {data.get('category')!r}; expected one of {CATEGORIES}"
+            ) from exc
     path = data.get("component_path")
     if path is not None and not isinstance(path, str):
         raise LLMResponseError(f"root cause: component_path should be a string or null, got {path!r}")
@@ -175,7 +203,9 @@ def _delta(data: dict[str, Any], fp: FailurePoint) -> Delta:
 def _node_id(conversation: Conversation, value: Any, what: str) -> str:
     ids = {n.id for n in conversation.nodes}
     if not isinstance(value, str) or value not in ids:
-        raise LLMResponseError(f"root cause: {what} names node {value!r}, which is not in session {conversation.session_id!r}")
+        raise LLMResponseError(
+            f"root cause: {what} names node {value!r}, which is not in session {conversation.session_id!r}"
+        )
     return value
 
 

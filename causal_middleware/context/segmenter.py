@@ -17,9 +17,7 @@ from pydantic import BaseModel, Field
 
 from causal_middleware.context.conversation import Conversation, ConversationNode, NodeType
 from causal_middleware.context.detector import CLARIFICATION_PATTERNS, CORRECTION_PATTERNS, REPAIR_PATTERNS
-from causal_middleware.context.text import CONVERSATION_WORDS, jaccard, stem, term_set
-
-_SHAPE = {stem(w) for w in CONVERSATION_WORDS}
+from causal_middleware.context.text import expand_informal, jaccard, term_seq
 
 Embedder = Callable[[Sequence[str]], Sequence[Sequence[float]]]
 
@@ -29,7 +27,14 @@ _MARKER = re.compile(
     r"^\s*(?:also|btw|by the way|oh,? and|separately)\b",
     re.IGNORECASE,
 )
-_FOLLOW_UP = re.compile(r"^\s*(?:and|but|so|then|it|that|this|they|those|what about|how about|are you sure)\b", re.IGNORECASE)
+_FOLLOW_UP = re.compile(
+    r"^\s*(?:and|but|so|then|it|that|this|they|those|what about|how about|are you sure)\b", re.IGNORECASE
+)
+
+_WH = re.compile(
+    r"^\s*(?:what|when|where|which|who|whom|whose|why|how|can|could|do|does|is|are|will|would|should)\b",
+    re.IGNORECASE,
+)
 
 LEXICAL_THRESHOLD = 0.2
 EMBEDDING_THRESHOLD = 0.5
@@ -58,10 +63,14 @@ def segment(
     opening_vec: np.ndarray | None = None
     open_terms: set[str] = set()
     for i, u in enumerate(users):
-        reason = _opens(u, open_terms, vectors[i] if vectors is not None else None, opening_vec, limit, first=not segments)
+        reason = _opens(
+            u, open_terms, vectors[i] if vectors is not None else None, opening_vec, limit, first=not segments
+        )
         if reason:
-            segments.append(Segment(index=len(segments) + 1, opening_node_id=u.id, question=u.content, reason=reason))
-            open_terms = term_set(u.content) - _SHAPE
+            segments.append(
+                Segment(index=len(segments) + 1, opening_node_id=u.id, question=u.content, reason=reason)
+            )
+            open_terms = set(term_seq(u.content))
             opening_vec = vectors[i] if vectors is not None else None
         segments[-1].turns.append(u.turn)
     by_turn = {t: s for s in segments for t in s.turns}
@@ -92,13 +101,16 @@ def _opens(
 ) -> str | None:
     if first:
         return "first"
-    text = u.content
+    text = expand_informal(u.content)
     if _MARKER.search(text):
         return "marker"
-    if _FOLLOW_UP.search(text) or any(p.search(text) for p, _ in CORRECTION_PATTERNS + REPAIR_PATTERNS + CLARIFICATION_PATTERNS):
+    if _FOLLOW_UP.search(text) or any(
+        p.search(text) for p, _ in CORRECTION_PATTERNS + REPAIR_PATTERNS + CLARIFICATION_PATTERNS
+    ):
         return None
-    terms = term_set(text) - _SHAPE
-    if len(terms) < 2:
+    terms = set(term_seq(text))
+    question = text.rstrip().endswith("?") or _WH.match(text) is not None
+    if not terms or (len(terms) < 2 and not question):
         return None
     if vec is not None and opening_vec is not None:
         sim = float(np.dot(vec, opening_vec))
@@ -110,6 +122,8 @@ def _opens(
 def _embed(embed: Embedder, texts: list[str]) -> np.ndarray:
     arr = np.asarray(embed(texts), dtype=float)
     if arr.ndim != 2 or arr.shape[0] != len(texts):
-        raise ValueError(f"embed() must return one vector per text: got shape {arr.shape} for {len(texts)} texts")
+        raise ValueError(
+            f"embed() must return one vector per text: got shape {arr.shape} for {len(texts)} texts"
+        )
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
     return arr / np.where(norms == 0, 1.0, norms)

@@ -39,7 +39,9 @@ def load_conversation(store: SpanStore, session_id: str) -> Conversation:
     runs = store.list_runs(thread_id=session_id, limit=None)
     if runs:
         ordered = sorted(runs, key=lambda r: (r.started_at is None, r.started_at or 0, r.run_id))
-        return conversation_from_trajectories([store.get_trajectory(r.run_id) for r in ordered], session_id=session_id)
+        return conversation_from_trajectories(
+            [store.get_trajectory(r.run_id) for r in ordered], session_id=session_id
+        )
     try:
         traj = store.get_trajectory(session_id)
     except KeyError:
@@ -58,7 +60,9 @@ def list_sessions(store: SpanStore) -> list[str]:
 
 
 def save_recommendation(store: SpanStore, recommendation: Recommendation) -> str:
-    return store.put_record(RECOMMENDATION_KIND, recommendation.session_id, recommendation.model_dump(mode="json"))
+    return store.put_record(
+        RECOMMENDATION_KIND, recommendation.session_id, recommendation.model_dump(mode="json")
+    )
 
 
 def find_recommendation(store: SpanStore, recommendation_id: str) -> Recommendation:
@@ -73,5 +77,9 @@ def find_recommendation(store: SpanStore, recommendation_id: str) -> Recommendat
     if len(matches) == 1:
         return Recommendation.model_validate(next(iter(matches.values())))
     if len(matches) > 1:
-        raise ValueError(f"recommendation id prefix {recommendation_id!r} is ambiguous: {', '.join(sorted(matches))}")
-    raise KeyError(f"unknown recommendation {recommendation_id!r}; run 'causal-mw context recommend SESSION_ID' first")
+        raise ValueError(
+            f"recommendation id prefix {recommendation_id!r} is ambiguous: {', '.join(sorted(matches))}"
+        )
+    raise KeyError(
+        f"unknown recommendation {recommendation_id!r}; run 'causal-mw context recommend SESSION_ID' first"
+    )

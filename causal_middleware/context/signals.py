@@ -66,7 +66,12 @@ class Detection(BaseModel):
 
     @classmethod
     def from_signals(
-        cls, session_id: str, signals: list[Signal], *, mode: Literal["offline", "llm"] = "offline", calls: int = 0
+        cls,
+        session_id: str,
+        signals: list[Signal],
+        *,
+        mode: Literal["offline", "llm"] = "offline",
+        calls: int = 0,
     ) -> Detection:
         """Combine signals: c = max(w_s x conf_s); escalate when c >= 0.7 or any system signal."""
         c = max((s.weighted for s in signals), default=0.0)

@@ -165,7 +165,7 @@ def sentences(text: str | None) -> list[str]:
         line = line.strip()
         if not line:
             continue
-        for part in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])", line):
+        for part in re.split(r"(?<=[.!?])\s+(?=[A-Za-z0-9\"'($€£])", line):
             part = part.strip()
             if part:
                 out.append(part)
@@ -193,32 +193,76 @@ def quote(text: str, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
 
 
-def term_seq(text: str | None) -> list[str]:
-    """Stemmed content tokens in order, without question words and without value spans."""
+def term_seq(text: str | None, *, drop: Iterable[str] = QUESTION_WORDS) -> list[str]:
+    """Stemmed content tokens in order, without ``drop`` words (question words) and value spans."""
     if not text:
         return []
+    return list(_term_seq(text, drop if isinstance(drop, frozenset) else frozenset(drop)))
+
+
+@functools.lru_cache(maxsize=16384)
+def _term_seq(text: str, drop: frozenset[str]) -> tuple[str, ...]:
     for _, span in find_values(text):
         text = text.replace(span, " ")
-    return [stem(t) for t in content_tokens(text, drop=QUESTION_WORDS)]
+    return tuple(stem(t) for t in content_tokens(text, drop=drop))
 
 
 def bigrams(seq: list[str]) -> set[tuple[str, str]]:
     return set(zip(seq, seq[1:], strict=False))
 
 
-def relevance(subject: str, *texts: str) -> float:
+def relevance(subject: str, *texts: str, drop: Iterable[str] = QUESTION_WORDS) -> float:
     """How much ``texts`` (e.g. a sentence and its document's title) are about ``subject``.
 
     The share of the subject's words they contain, halved when the subject has several words and
     no two of them appear side by side in any text (so "returned check fee" is not matched by a
     sentence about "checking account fees").
     """
-    subj = term_seq(subject)
+    subj = term_seq(subject, drop=drop)
     if not subj:
         return 0.0
-    seqs = [term_seq(t) for t in texts if t]
+    seqs = [term_seq(t, drop=drop) for t in texts if t]
     words = set().union(*seqs) if seqs else set()
     score = coverage(set(subj), words)
     if len(set(subj)) >= 2 and not any(bigrams(subj) & bigrams(s) for s in seqs):
         score *= 0.5
     return score
+
+
+_INFORMAL = {
+    "thats": "that's",
+    "its": "it's",
+    "whats": "what's",
+    "theres": "there's",
+    "dont": "don't",
+    "doesnt": "doesn't",
+    "didnt": "didn't",
+    "isnt": "isn't",
+    "arent": "aren't",
+    "wasnt": "wasn't",
+    "werent": "weren't",
+    "cant": "can't",
+    "couldnt": "couldn't",
+    "shouldnt": "shouldn't",
+    "wouldnt": "wouldn't",
+    "wont": "won't",
+    "youre": "you're",
+    "youve": "you've",
+    "theyre": "they're",
+    "im": "I'm",
+    "ive": "I've",
+}
+_INFORMAL_RE = re.compile(r"\b(" + "|".join(_INFORMAL) + r")\b", re.IGNORECASE)
+
+
+def expand_informal(text: str) -> str:
+    """Restore the apostrophe of chat-style contractions ("thats wrong" -> "that's wrong") and
+    unify curly quotes, so patterns written for edited text also match casual text."""
+    text = text.replace("’", "'").replace("‘", "'")
+
+    def fix(m: re.Match[str]) -> str:
+        word = m.group(1)
+        out = _INFORMAL[word.lower()]
+        return out[0].upper() + out[1:] if word[0].isupper() else out
+
+    return _INFORMAL_RE.sub(fix, text)

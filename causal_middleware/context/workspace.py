@@ -114,7 +114,12 @@ def check_path(path: str) -> str:
     """A clean relative POSIX path inside the workspace, or ValueError naming the problem."""
     if not path or not isinstance(path, str):
         raise ValueError(f"workspace path must be a non-empty string, got {path!r}")
-    if _CLEAN.match(path) and "/../" not in f"/{path}/" and "//" not in path and not path.startswith(BACKUP_DIR):
+    if (
+        _CLEAN.match(path)
+        and "/../" not in f"/{path}/"
+        and "//" not in path
+        and not path.startswith(BACKUP_DIR)
+    ):
         return path
     p = PurePosixPath(path.replace("\\", "/"))
     if p.is_absolute() or ".." in p.parts:
@@ -226,7 +231,9 @@ class Workspace:
     def tool_prompt(self, name: str) -> str:
         path = tool_prompt_path(name)
         if path not in self._files:
-            raise KeyError(f"no tool prompt for {name!r} (expected {path}); tools: {', '.join(self.tool_names())}")
+            raise KeyError(
+                f"no tool prompt for {name!r} (expected {path}); tools: {', '.join(self.tool_names())}"
+            )
         return self._files[path]
 
     def skills(self) -> list[SkillInfo]:
@@ -257,9 +264,7 @@ class Workspace:
 
     def kb_entries(self) -> list[KBEntry]:
         if self._kb is None:
-            self._kb = [
-                _kb_entry(p, t) for p, t in sorted(self._files.items()) if component_type(p) == "kb"
-            ]
+            self._kb = [_kb_entry(p, t) for p, t in sorted(self._files.items()) if component_type(p) == "kb"]
         return list(self._kb)
 
     def kb_entry(self, path_or_id: str) -> KBEntry:
@@ -276,7 +281,13 @@ class Workspace:
         if self._index is None:
             self._index = BM25([analyze(" ".join([e.title, " ".join(e.keywords), e.body])) for e in entries])
         return [
-            KBHit(path=entries[i].path, id=entries[i].id, title=entries[i].title, score=round(s, 4), content=entries[i].text)
+            KBHit(
+                path=entries[i].path,
+                id=entries[i].id,
+                title=entries[i].title,
+                score=round(s, 4),
+                content=entries[i].text,
+            )
             for i, s in self._index.top(analyze(query), k)
         ]
 

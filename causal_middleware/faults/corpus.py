@@ -9,9 +9,11 @@ titles and the gold hop answers, untyped (distractors then match the original's 
 
 from __future__ import annotations
 
+import hashlib
 import random
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from causal_middleware.world.model import Dataset, Passage, Question
 from causal_middleware.world.scoring import normalize_answer, token_set
@@ -37,7 +39,10 @@ def _one_letter_off(a: str, b: str) -> bool:
 
 def near_namesake(a: str, b: str) -> bool:
     """Different names a reader could confuse: one letter apart, or sharing a token of 4+ letters."""
-    na, nb = normalize_answer(a), normalize_answer(b)
+    return _near_keys(normalize_answer(a), normalize_answer(b))
+
+
+def _near_keys(na: str, nb: str) -> bool:
     if not na or not nb or na == nb:
         return False
     if _one_letter_off(na, nb):
@@ -45,6 +50,15 @@ def near_namesake(a: str, b: str) -> bool:
     long_a = {t for t in na.split() if len(t) >= 4}
     long_b = {t for t in nb.split() if len(t) >= 4}
     return bool(long_a & long_b)
+
+
+@dataclass(frozen=True)
+class _Name:
+    surface: str
+    key: str  # normalised
+    canonical: str  # normalised name of the entity it names
+    tokens: frozenset[str]
+    shape: tuple[str, int]
 
 
 class FaultCorpus:
@@ -56,9 +70,8 @@ class FaultCorpus:
         self.passages: list[Passage] = list(passages)
         self.by_id: dict[str, Passage] = {p.id: p for p in self.passages}
         self._tokens: dict[str, frozenset[str]] = {}
-        self._types: dict[str, str] = {}  # normalised name -> entity type (world metadata)
-        self._canonical: dict[str, str] = {}  # normalised name -> canonical entity name
-        self._names: dict[str, str] = {}  # normalised name -> surface form, every known entity name
+        self._names: dict[str, _Name] = {}  # normalised name -> entry, every known entity name
+        self._types: dict[str, str] = {}  # normalised canonical name -> entity type (world metadata)
         for p in self.passages:
             entity, etype = p.metadata.get("entity"), p.metadata.get("type")
             if isinstance(entity, str) and entity:
@@ -71,15 +84,14 @@ class FaultCorpus:
                 m = rx.match(p.text)
                 if m:
                     a, b = m.group("a").strip(), m.group("b").strip()
-                    canonical = self._canonical.get(normalize_answer(a), a)
-                    self._add_name(b, canonical, self._types.get(normalize_answer(canonical)))
+                    known = self._names.get(normalize_answer(a))
+                    self._add_name(b, known.canonical if known else a, None)
         for q in questions:
             for hop in q.hops:
                 for name in (hop.answer, *hop.aliases):
-                    if name and not is_number(name) and normalize_answer(name) not in self._names:
+                    if name and not is_number(name):
                         self._add_name(name, hop.answer, None)
-        self._sorted_names = sorted(self._names.values())
-        self._name_tokens = {name: token_set(name) for name in self._sorted_names}
+        self._sorted = sorted(self._names.values(), key=lambda n: n.surface)
 
     @classmethod
     def from_dataset(cls, dataset: Dataset) -> FaultCorpus:
@@ -89,34 +101,32 @@ class FaultCorpus:
         key = normalize_answer(name)
         if not key:
             return
-        self._names.setdefault(key, name)
-        self._canonical.setdefault(key, canonical)
+        if key not in self._names:
+            canon = normalize_answer(canonical) or key
+            self._names[key] = _Name(name, key, canon, token_set(name), shape(name))
         if etype:
-            self._types.setdefault(key, etype)
+            self._types.setdefault(self._names[key].canonical, etype)
 
     # --- entities ------------------------------------------------------------------------
     def entity_names(self) -> list[str]:
         """Every known entity name (canonical names and aliases), sorted."""
-        return list(self._sorted_names)
+        return [n.surface for n in self._sorted]
 
     def is_entity(self, name: str) -> bool:
         return normalize_answer(name) in self._names
 
+    def _canonical(self, name: str) -> str:
+        key = normalize_answer(name)
+        entry = self._names.get(key)
+        return entry.canonical if entry is not None else key
+
     def entity_type(self, name: str) -> str | None:
         """The entity type of ``name`` (or of the entity it is an alias of); None when unknown."""
-        key = normalize_answer(name)
-        if key in self._types:
-            return self._types[key]
-        canonical = self._canonical.get(key)
-        return self._types.get(normalize_answer(canonical)) if canonical else None
+        return self._types.get(self._canonical(name))
 
     def same_entity(self, a: str, b: str) -> bool:
         """True when ``a`` and ``b`` name the same entity (equal, or one is an alias of the other)."""
-        ka, kb = normalize_answer(a), normalize_answer(b)
-        if ka == kb:
-            return True
-        ca, cb = self._canonical.get(ka), self._canonical.get(kb)
-        return ca is not None and cb is not None and normalize_answer(ca) == normalize_answer(cb)
+        return self._canonical(a) == self._canonical(b)
 
     def distractors(self, original: str, *, etype: str | None = None, avoid: Iterable[str] = ()) -> list[str]:
         """In-domain replacements for entity ``original``, sorted: entities of its type (or, untyped,
@@ -126,28 +136,37 @@ class FaultCorpus:
         banned = set(token_set(original))
         for name in avoid:
             banned |= token_set(name)
+        canonical = self._canonical(original)
         want_shape = shape(original)
         out = []
-        for name in self._sorted_names:
-            if is_number(name) or banned & self._name_tokens[name] or self.same_entity(name, original):
+        for entry in self._sorted:
+            if entry.shape[0] == "number" or banned & entry.tokens or entry.canonical == canonical:
                 continue
             if etype is not None:
-                if self.entity_type(name) != etype:
+                if self._types.get(entry.canonical) != etype:
                     continue
-            elif shape(name) != want_shape:
+            elif entry.shape != want_shape:
                 continue
-            out.append(name)
+            out.append(entry.surface)
         return out
+
+    def names_in(self, text: str) -> list[str]:
+        """Known entity names occurring in ``text`` as whole tokens, longest first."""
+        padded = f" {normalize_answer(text)} "
+        found = [e.surface for e in self._sorted if f" {e.key} " in padded]
+        return sorted(found, key=lambda name: (-len(name), name))
 
     def near_namesakes(self, name: str) -> list[str]:
         """Known entities whose names a reader could confuse with ``name`` (not its aliases), sorted."""
         etype = self.entity_type(name)
+        canonical = self._canonical(name)
+        key = normalize_answer(name)
         return [
-            other
-            for other in self._sorted_names
-            if near_namesake(other, name)
-            and not self.same_entity(other, name)
-            and (etype is None or self.entity_type(other) in (None, etype))
+            entry.surface
+            for entry in self._sorted
+            if entry.canonical != canonical
+            and (etype is None or self._types.get(entry.canonical) in (None, etype))
+            and _near_keys(entry.key, key)
         ]
 
     # --- passages ------------------------------------------------------------------------
@@ -194,8 +213,6 @@ class FaultCorpus:
 
     def new_id(self, *parts: object) -> str:
         """A passage id derived from ``parts`` that no corpus passage has."""
-        import hashlib
-
         digest = hashlib.sha256("|".join(str(p) for p in parts).encode()).hexdigest()
         for start in range(0, len(digest) - 10):
             pid = f"x{digest[start : start + 10]}"

@@ -116,14 +116,10 @@ def replacement_for(
                 return candidate
         return None
     etype = _entity_type_for(original, question, corpus)
-    pool = [
-        name
-        for name in corpus.distractors(original, etype=etype, avoid=_golds(question))
-        if not _occurs(passage_text, name)
-    ]
+    pool = corpus.distractors(original, etype=etype, avoid=_golds(question))
     rng.shuffle(pool)
     for candidate in pool:
-        if _is_wrong(candidate, question, original, corpus):
+        if not _occurs(passage_text, candidate) and _is_wrong(candidate, question, original, corpus):
             return candidate
     return None
 
@@ -247,4 +243,6 @@ def certify_corruption(
             corrupted = replacement_for(surface, question, corpus, rng, passage_text=doc.text)
             if corrupted is not None:
                 return _apply(documents, rank, surface, corrupted, kind, unit_seed, corpus)
-    raise NotCertifiable(f"no certifiable answer fact, bridge entity, entity or number in hop {hop}'s evidence")
+    raise NotCertifiable(
+        f"no certifiable answer fact, bridge entity, entity or number in hop {hop}'s evidence"
+    )

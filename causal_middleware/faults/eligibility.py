@@ -11,9 +11,9 @@ run that answered after two searches lands on hop 2 and is ineligible.
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from causal_middleware.faults.model import FaultFamily, Stage
+from causal_middleware.faults.model import FaultFamily, ReasonCode, Stage
 from causal_middleware.spans.model import Trajectory
 from causal_middleware.world.model import Question
 from causal_middleware.world.scoring import is_correct
@@ -27,6 +27,7 @@ class Eligibility(BaseModel):
     injected_hop: int | None
     stage: Stage
     reason: str | None = None
+    code: ReasonCode | None = Field(default=None, description="why not eligible, as a code")
 
 
 def search_hops(trajectory: Trajectory) -> list[int]:
@@ -70,6 +71,7 @@ def check_eligibility(
             injected_hop=actual,
             stage=stage,
             reason=f"base run answered {trajectory.answer!r}, not the gold {question.answer!r}",
+            code="base_incorrect",
         )
     if actual != requested_hop:
         searched = search_hops(trajectory)
@@ -79,5 +81,6 @@ def check_eligibility(
             injected_hop=actual,
             stage=stage,
             reason=f"requested hop {requested_hop} but the base run searched at hops {searched}",
+            code="hop_mismatch",
         )
     return Eligibility(eligible=True, requested_hop=requested_hop, injected_hop=actual, stage=stage)

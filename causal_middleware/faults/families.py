@@ -50,6 +50,7 @@ from causal_middleware.faults.model import (
     FaultLabel,
     PlantedPassage,
     QueryDrift,
+    ReasonCode,
     Stage,
 )
 from causal_middleware.replay.adapter import AgentAdapter
@@ -70,7 +71,7 @@ __all__ = [
 ]
 
 _FUNCTION_WORDS = frozenset(
-    "a an and are as at by did do does for from has have how in is it its of on or the to was were what "
+    "a an and are as at by did do does for from has have he her his how in is it its of on or she the they to was were what "
     "when where which who whom whose why with".split()
 )
 _SIMPLE_SLOTS = re.compile(r"\{(\w+)\}")
@@ -134,18 +135,29 @@ def _gold_index(question: Question, trajectory: Trajectory, hop: int) -> int | N
     return min(k, len(question.hops) - 1)
 
 
-def hop_target(question: Question, trajectory: Trajectory, hop: int) -> HopTarget:
-    """Parse hop ``hop``'s sub-query (world grammar) and map it to its gold hop."""
+def hop_target(
+    question: Question, trajectory: Trajectory, hop: int, corpus: FaultCorpus | None = None
+) -> HopTarget:
+    """Parse hop ``hop``'s sub-query and map it to its gold hop.
+
+    The subject is the sub-query's subject by the world's question grammar; else the previous gold
+    hop's answer when the sub-query names it; else the longest known entity the sub-query names
+    (``corpus``); else the question's first entity (world metadata)."""
     sub_query = trajectory.hop(hop).sub_query or ""
     k = _gold_index(question, trajectory, hop)
     gold = question.hops[k] if k is not None else None
     parsed = parse_sub_query(sub_query) if sub_query else None
     if parsed is not None:
-        relation, subject = parsed
-        return HopTarget(sub_query, relation, subject, gold)
-    subject = None
-    if gold is not None and k:
-        subject = question.hops[k - 1].answer
+        return HopTarget(sub_query, parsed[0], parsed[1], gold)
+    subject: str | None = None
+    previous = question.hops[k - 1] if gold is not None and k else None
+    named = (
+        [n for n in (previous.answer, *previous.aliases) if contains_answer(sub_query, n)] if previous else []
+    )
+    if named:
+        subject = named[0]
+    elif corpus is not None and (in_query := corpus.names_in(sub_query)):
+        subject = in_query[0]
     elif question.metadata.get("entities"):
         subject = str(question.metadata["entities"][0])
     return HopTarget(sub_query, gold.relation if gold else None, subject, gold)
@@ -173,10 +185,14 @@ def _top_score(documents: list[Document]) -> float | None:
     return max(scores) if scores else None
 
 
-def _simple_templates(templates: tuple[str, ...], slots: set[str], *, subject_first: bool = True) -> list[str]:
+def _simple_templates(
+    templates: tuple[str, ...], slots: set[str], *, subject_first: bool = True
+) -> list[str]:
     """Templates that use only ``slots`` (and, with ``subject_first``, open with the subject)."""
     return [
-        t for t in templates if set(_SIMPLE_SLOTS.findall(t)) <= slots and (t.startswith("{s}") or not subject_first)
+        t
+        for t in templates
+        if set(_SIMPLE_SLOTS.findall(t)) <= slots and (t.startswith("{s}") or not subject_first)
     ]
 
 
@@ -207,18 +223,21 @@ def empty_retrieval(ctx: FaultContext, hop: int) -> FaultAction:
 
 
 def irrelevant_documents(ctx: FaultContext, hop: int) -> FaultAction:
-    target = hop_target(ctx.question, ctx.trajectory, hop)
+    target = hop_target(ctx.question, ctx.trajectory, hop, ctx.corpus)
     base_docs = ctx.trajectory.hop(hop).documents
     avoid = [n for n in (target.subject,) if n]
     if target.gold is not None:
         avoid += [target.gold.answer, *target.gold.aliases]
     n = len(base_docs) or ctx.k
-    chosen = ctx.corpus.off_topic(avoid, n, ctx.rng("irrelevant_documents", hop), exclude_ids=[d.id for d in base_docs])
+    chosen = ctx.corpus.off_topic(
+        avoid, n, ctx.rng("irrelevant_documents", hop), exclude_ids=[d.id for d in base_docs]
+    )
     if not chosen:
         raise NotCertifiable(f"no corpus passage shares no token with {avoid}")
     docs = [_evidence_doc(p, None) for p in chosen]
     planted = [
-        PlantedPassage(kind="off_topic", passage_id=p.id, text=p.text, rank=i) for i, p in enumerate(chosen, 1)
+        PlantedPassage(kind="off_topic", passage_id=p.id, text=p.text, rank=i)
+        for i, p in enumerate(chosen, 1)
     ]
     return FaultAction(
         intervention=ctx.adapter.evidence_update(ctx.trajectory, hop, docs),
@@ -237,7 +256,7 @@ def _relation_terms(sub_query: str, subject: str | None) -> list[str]:
 
 
 def query_drift(ctx: FaultContext, hop: int) -> FaultAction:
-    target = hop_target(ctx.question, ctx.trajectory, hop)
+    target = hop_target(ctx.question, ctx.trajectory, hop, ctx.corpus)
     original = target.sub_query
     if not original:
         raise NotCertifiable(f"hop {hop} recorded no sub-query to drift")
@@ -250,7 +269,11 @@ def query_drift(ctx: FaultContext, hop: int) -> FaultAction:
             namesake = rng.choice(namesakes)
             drifted = original[: match.start()] + namesake + original[match.end() :]
             drift = QueryDrift(
-                original=original, drifted=drifted, strategy="namesake", replaced=match.group(0), replacement=namesake
+                original=original,
+                drifted=drifted,
+                strategy="namesake",
+                replaced=match.group(0),
+                replacement=namesake,
             )
             return FaultAction(
                 intervention=ctx.adapter.subquery_update(ctx.trajectory, hop, drifted),
@@ -259,7 +282,9 @@ def query_drift(ctx: FaultContext, hop: int) -> FaultAction:
             )
     terms = _relation_terms(original, match.group(0) if match else subject)
     if not terms:
-        raise NotCertifiable(f"hop {hop}'s sub-query {original!r} has no namesake subject and no relation term")
+        raise NotCertifiable(
+            f"hop {hop}'s sub-query {original!r} has no namesake subject and no relation term"
+        )
     drifted = original
     for term in terms:
         drifted = re.sub(rf"\s*(?<![\w]){re.escape(term)}(?![\w])", "", drifted, count=1)
@@ -269,12 +294,14 @@ def query_drift(ctx: FaultContext, hop: int) -> FaultAction:
     return FaultAction(
         intervention=ctx.adapter.subquery_update(ctx.trajectory, hop, drifted),
         detail=f"hop {hop}'s sub-query lost its relation terms {terms}",
-        drift=QueryDrift(original=original, drifted=drifted, strategy="drop_relation", replaced=" ".join(terms)),
+        drift=QueryDrift(
+            original=original, drifted=drifted, strategy="drop_relation", replaced=" ".join(terms)
+        ),
     )
 
 
 def false_premise(ctx: FaultContext, hop: int) -> FaultAction:
-    target = hop_target(ctx.question, ctx.trajectory, hop)
+    target = hop_target(ctx.question, ctx.trajectory, hop, ctx.corpus)
     rng = ctx.rng("false_premise", hop)
     wrong = _wrong_value(ctx, target, rng)
     marker = rng.choice(CONFIDENCE_MARKERS)
@@ -293,7 +320,13 @@ def false_premise(ctx: FaultContext, hop: int) -> FaultAction:
         detail=f"hop {hop}: confident false claim {wrong!r} (gold {gold!r}) added at rank 1",
         planted=[
             PlantedPassage(
-                kind="false_premise", passage_id=pid, text=text, rank=1, value=wrong, gold_value=gold, fabricated=True
+                kind="false_premise",
+                passage_id=pid,
+                text=text,
+                rank=1,
+                value=wrong,
+                gold_value=gold,
+                fabricated=True,
             )
         ],
         upserts=[passage],
@@ -301,7 +334,7 @@ def false_premise(ctx: FaultContext, hop: int) -> FaultAction:
 
 
 def stale_evidence(ctx: FaultContext, hop: int) -> FaultAction:
-    target = hop_target(ctx.question, ctx.trajectory, hop)
+    target = hop_target(ctx.question, ctx.trajectory, hop, ctx.corpus)
     rng = ctx.rng("stale_evidence", hop)
     base_docs = list(ctx.trajectory.hop(hop).documents)
     seen = {d.id for d in base_docs}
@@ -320,7 +353,9 @@ def stale_evidence(ctx: FaultContext, hop: int) -> FaultAction:
         year = rng.randint(1950, 1995)
         relation = RELATIONS.get(target.relation or "")
         dated = (
-            _simple_templates(relation.dated_statements, {"s", "o", "year"}, subject_first=False) if relation else []
+            _simple_templates(relation.dated_statements, {"s", "o", "year"}, subject_first=False)
+            if relation
+            else []
         )
         # "Since {year}, ..." reads as current; an outdated statement is "As of {year}" / "In {year}"
         dated = [t for t in dated if not t.startswith("Since")]
@@ -348,7 +383,9 @@ def stale_evidence(ctx: FaultContext, hop: int) -> FaultAction:
 
 
 def content_corruption(ctx: FaultContext, hop: int) -> FaultAction:
-    plan = certify_corruption(ctx.question, ctx.trajectory, hop, ctx.corpus, seed=ctx.seed, trace=ctx.trace_key)
+    plan = certify_corruption(
+        ctx.question, ctx.trajectory, hop, ctx.corpus, seed=ctx.seed, trace=ctx.trace_key
+    )
     record = plan.record
     return FaultAction(
         intervention=ctx.adapter.evidence_update(ctx.trajectory, hop, plan.documents),
@@ -391,12 +428,15 @@ class FaultPlan:
     injected_hop: int | None
     stage: Stage
     reason: str | None = None
+    reason_code: ReasonCode | None = None
     label: FaultLabel | None = None
     intervention: Intervention | None = None
     upserts: list[Passage] = field(default_factory=list)
 
 
-def plan_fault(family: FaultFamily, ctx: FaultContext, requested_hop: int, *, persistent: bool = False) -> FaultPlan:
+def plan_fault(
+    family: FaultFamily, ctx: FaultContext, requested_hop: int, *, persistent: bool = False
+) -> FaultPlan:
     """Decide one unit: eligibility (:mod:`~causal_middleware.faults.eligibility`), then the family.
 
     ``persistent`` (families in ``PERSISTABLE_FAMILIES`` only) keeps the passages the fault wrote
@@ -413,11 +453,11 @@ def plan_fault(family: FaultFamily, ctx: FaultContext, requested_hop: int, *, pe
         "stage": verdict.stage,
     }
     if not verdict.eligible or verdict.injected_hop is None:
-        return FaultPlan(status="ineligible", reason=verdict.reason, **common)  # type: ignore[arg-type]
+        return FaultPlan(status="ineligible", reason=verdict.reason, reason_code=verdict.code, **common)  # type: ignore[arg-type]
     try:
         action = FAMILIES[family](ctx, verdict.injected_hop)
     except NotCertifiable as exc:
-        return FaultPlan(status="skipped", reason=str(exc), **common)  # type: ignore[arg-type]
+        return FaultPlan(status="skipped", reason=str(exc), reason_code="not_certifiable", **common)  # type: ignore[arg-type]
     keep = persistent and family in PERSISTABLE_FAMILIES and bool(action.upserts)
     label = FaultLabel(
         family=family,
@@ -434,7 +474,13 @@ def plan_fault(family: FaultFamily, ctx: FaultContext, requested_hop: int, *, pe
         planted=action.planted,
         drift=action.drift,
     )
-    intervention = action.intervention.model_copy(update={"kind": f"fault:{family}", "description": action.detail})
+    intervention = action.intervention.model_copy(
+        update={"kind": f"fault:{family}", "description": action.detail}
+    )
     return FaultPlan(
-        status="ready", label=label, intervention=intervention, upserts=action.upserts if keep else [], **common  # type: ignore[arg-type]
+        status="ready",
+        label=label,
+        intervention=intervention,
+        upserts=action.upserts if keep else [],
+        **common,  # type: ignore[arg-type]
     )

@@ -47,6 +47,7 @@ Stage = Literal["retrieval", "tool", "answer", "none"]
 Outcome = Literal["recovered", "failed"]
 ContentOutcome = Literal["absorbed", "resisted", "derailed"]
 UnitStatus = Literal["done", "ineligible", "skipped", "error"]
+ReasonCode = Literal["base_incorrect", "hop_mismatch", "not_certifiable"]
 CorruptionKind = Literal["answer_fact", "bridge_entity", "salient_entity", "number"]
 
 
@@ -137,6 +138,7 @@ class UnitRecord(BaseModel):
     base_answer: str | None = None
     fork_answer: str | None = None
     reason: str | None = Field(default=None, description="why a unit is ineligible or skipped")
+    reason_code: ReasonCode | None = None
     error: str | None = None
     question: dict[str, Any] | None = Field(default=None, description="the Question, as JSON")
     elapsed_s: float | None = None

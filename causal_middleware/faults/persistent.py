@@ -18,6 +18,7 @@ import copy
 from collections.abc import Iterable, Iterator, Sequence
 
 from causal_middleware.retrieval.base import Hit, Index
+from causal_middleware.retrieval.bm25 import BM25Index
 from causal_middleware.world.model import Passage
 
 
@@ -64,10 +65,15 @@ class ScopedIndex(Index):
 
 
 def corrupted_copy(index: Index, passages: Iterable[Passage]) -> Index:
-    """A deep copy of ``index`` with ``passages`` upserted (replacing same-id passages, appending new
-    ones). A dense index's encoder is shared with the original, not copied."""
+    """A copy of ``index`` with ``passages`` upserted (replacing same-id passages, appending new
+    ones). A BM25 index is rebuilt from its passages (about half the cost of copying it); any other
+    index is deep-copied, a dense index sharing its encoder with the original."""
     if isinstance(index, ScopedIndex):
         index = index.base
+    if isinstance(index, BM25Index):
+        replaced = {p.id: p for p in passages}
+        corpus = [replaced.pop(p.id, p) for p in index.passages] + list(replaced.values())
+        return BM25Index(corpus, backend=index.backend, k1=index.k1, b=index.b, name=index.name)  # type: ignore[arg-type]
     memo: dict[int, object] = {}
     encoder = getattr(index, "encoder", None)
     if encoder is not None:

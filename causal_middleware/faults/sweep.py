@@ -44,7 +44,7 @@ from causal_middleware.faults.persistent import ScopedIndex, corrupted_copy
 from causal_middleware.replay.adapter import AgentAdapter
 from causal_middleware.replay.protocol import ForkBackend
 from causal_middleware.spans.model import Outcome, Trajectory
-from causal_middleware.store.base import SpanStore
+from causal_middleware.store.base import RunSummary, SpanStore
 from causal_middleware.world.model import Dataset, Question
 from causal_middleware.world.scoring import is_correct
 
@@ -59,6 +59,7 @@ __all__ = [
     "FaultUnit",
     "SweepEnvironment",
     "SweepResult",
+    "base_run",
     "finished_keys",
     "iter_units",
     "latest_records",
@@ -115,8 +116,10 @@ class SweepResult(BaseModel):
     resumed: int = Field(description="units already finished in the store, skipped")
     statuses: dict[str, int] = Field(default_factory=dict, description="status -> units run now")
     base_runs: int = Field(default=0, description="base runs made now (the rest were reused)")
-    base_correct: int = Field(default=0, description="questions whose base run answered correctly")
+    base_correct: int = Field(default=0, description="questions whose (latest) base run answered correctly")
     elapsed_s: float = 0.0
+    cpu_s: float = Field(default=0.0, description="CPU seconds the process spent (all threads)")
+    keys: list[str] = Field(default_factory=list, description="every unit key of the sweep")
     records: list[UnitRecord] = Field(default_factory=list, description="the records written now")
 
 
@@ -189,20 +192,41 @@ class _Sweep:
         self.corpus = env.fault_corpus()
         self.dataset = env.dataset.name
         self.base_made = 0
-        self.base_ok = 0
-        self._bases: dict[str, list[str]] = {}
-        for summary in self.store.list_runs(label=BASE_LABEL, limit=None):
-            self._bases.setdefault(str(summary.labels.get(BASE_LABEL)), []).append(summary.run_id)
+        self._bases = self._stored_bases()
+
+    def _stored_bases(self) -> dict[str, list[RunSummary]]:
+        bases: dict[str, list[RunSummary]] = {}
+        for summary in self.store.list_runs(label=BASE_LABEL, limit=None):  # newest first
+            bases.setdefault(str(summary.labels.get(BASE_LABEL)), []).append(summary)
+        return bases
+
+    def base_key(self, question: Question) -> str:
+        return _base_key(self.dataset, self.env.retriever, self.seed, question.id)
+
+    def base_correct(self, questions: Iterable[Question]) -> int:
+        """Questions whose newest stored base run is annotated a success."""
+        bases = self._stored_bases()
+        return sum(
+            1
+            for q in questions
+            if (runs := bases.get(self.base_key(q))) and runs[0].outcome == Outcome.SUCCESS
+        )
 
     def key(self, question: Question, family: str, depth: int) -> str:
         return unit_key(
-            question.id, family, depth, self.seed, self.persistent, dataset=self.dataset, retriever=self.env.retriever
+            question.id,
+            family,
+            depth,
+            self.seed,
+            self.persistent,
+            dataset=self.dataset,
+            retriever=self.env.retriever,
         )
 
     def base_run(self, question: Question) -> Trajectory:
-        key = _base_key(self.dataset, self.env.retriever, self.seed, question.id)
-        for run_id in self._bases.get(key, []):  # newest first
-            trajectory = self.store.get_trajectory(run_id)
+        key = self.base_key(question)
+        for summary in self._bases.get(key, []):  # newest first
+            trajectory = self.store.get_trajectory(summary.run_id)
             if self.env.can_fork(trajectory):
                 return trajectory
         run_id = self.env.run_base(question)
@@ -224,14 +248,14 @@ class _Sweep:
             base = self.base_run(question)
         except Exception as exc:
             failure = exc
-        if base is not None and is_correct(base.answer, question):
-            self.base_ok += 1
         for family, depth in units:
             start = time.perf_counter()
             record = self._blank(question, family, depth, base)
             try:
                 if base is None:
-                    raise RuntimeError(f"the base run of question {question.id} failed: {failure!r}") from failure
+                    raise RuntimeError(
+                        f"the base run of question {question.id} failed: {failure!r}"
+                    ) from failure
                 record = self._unit(question, family, depth, base, record)
             except Exception as exc:
                 record = record.model_copy(
@@ -244,7 +268,9 @@ class _Sweep:
             self.on_unit(record)
         return records
 
-    def _blank(self, question: Question, family: FaultFamily, depth: int, base: Trajectory | None) -> UnitRecord:
+    def _blank(
+        self, question: Question, family: FaultFamily, depth: int, base: Trajectory | None
+    ) -> UnitRecord:
         return UnitRecord(
             key=self.key(question, family, depth),
             status="error",
@@ -273,6 +299,7 @@ class _Sweep:
                 "injected_hop": plan.injected_hop,
                 "stage": plan.stage,
                 "reason": plan.reason,
+                "reason_code": plan.reason_code,
             }
         )
         if plan.status != "ready":
@@ -299,7 +326,9 @@ class _Sweep:
             update["query_contamination"] = query_contaminated(fork, corruption, plan.label.injected_hop)
         return record.model_copy(update=update)
 
-    def _fork(self, base: Trajectory, question: Question, depth: int, plan: FaultPlan, key: str) -> Trajectory:
+    def _fork(
+        self, base: Trajectory, question: Question, depth: int, plan: FaultPlan, key: str
+    ) -> Trajectory:
         assert plan.label is not None and plan.intervention is not None
         intervention = plan.intervention
         labels = {
@@ -369,8 +398,10 @@ def run_sweep(
     if not chosen:
         raise ValueError("no questions to sweep")
     if persistent and env.scoped_index is None:
-        raise ValueError("persistent faults need the agent to search a ScopedIndex (SweepEnvironment.scoped_index)")
-    start = time.perf_counter()
+        raise ValueError(
+            "persistent faults need the agent to search a ScopedIndex (SweepEnvironment.scoped_index)"
+        )
+    start, cpu_start = time.perf_counter(), time.process_time()
     done = finished_keys(env.store)
     statuses: Counter[str] = Counter()
     records: list[UnitRecord] = []
@@ -389,24 +420,27 @@ def run_sweep(
 
     def on_unit(record: UnitRecord) -> None:
         statuses[record.status] += 1
-        bar.update(task, advance=1, description=f"{record.question_id} {record.family} h{record.requested_hop}")
+        bar.update(
+            task, advance=1, description=f"{record.question_id} {record.family} h{record.requested_hop}"
+        )
 
     sweep = _Sweep(env, seed=seed, persistent=persistent, on_unit=on_unit)
     plan: list[tuple[Question, list[tuple[FaultFamily, int]]]] = []
-    total = resumed = 0
+    keys: list[str] = []
+    resumed = 0
     for question in chosen:
         pending = []
         for depth in depths:
             for family in families:
-                total += 1
-                if sweep.key(question, family, depth) in done:
+                keys.append(sweep.key(question, family, depth))
+                if keys[-1] in done:
                     resumed += 1
                 else:
                     pending.append((family, depth))
         if pending:
             plan.append((question, pending))
     with bar:
-        task = bar.add_task("units", total=total - resumed)
+        task = bar.add_task("units", total=len(keys) - resumed)
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fault-sweep") as pool:
             for batch in pool.map(lambda item: sweep.run_question(*item), plan):
                 records.extend(batch)
@@ -418,14 +452,22 @@ def run_sweep(
         families=list(families),
         depths=list(depths),
         questions=len(chosen),
-        units=total,
+        units=len(keys),
         resumed=resumed,
         statuses=dict(statuses),
         base_runs=sweep.base_made,
-        base_correct=sweep.base_ok,
+        base_correct=sweep.base_correct(chosen),
         elapsed_s=round(time.perf_counter() - start, 3),
+        cpu_s=round(time.process_time() - cpu_start, 3),
+        keys=keys,
         records=records,
     )
+
+
+def base_run(env: SweepEnvironment, question: Question, *, seed: int = 0) -> Trajectory:
+    """The question's base run for sweeps with ``seed``: the stored one when it can still be forked,
+    else a new run on the live agent (annotated with its outcome, reference and base label)."""
+    return _Sweep(env, seed=seed, persistent=False, on_unit=lambda record: None).base_run(question)
 
 
 def iter_units(

@@ -114,6 +114,13 @@ class OfflineChatModel(BaseChatModel):
         params["ls_model_name"] = self.model_name
         return params
 
+    def _combine_llm_outputs(self, llm_outputs: list[dict | None]) -> dict:
+        totals = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+        for output in llm_outputs:
+            for key, value in ((output or {}).get("token_usage") or {}).items():
+                totals[key] = totals.get(key, 0) + value
+        return {"token_usage": totals, "model_name": self.model_name}
+
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> OfflineChatModel:  # type: ignore[override]
         """Tools are accepted and ignored (the model never calls them), so agent builders work."""
         return self

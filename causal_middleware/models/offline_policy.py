@@ -42,7 +42,7 @@ class Susceptibility(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     copy_corrupted_value: float = Field(
-        0.6,
+        default=0.6,
         ge=0,
         le=1,
         description="evidence gives conflicting values for the needed fact and neither dates nor a "
@@ -50,26 +50,26 @@ class Susceptibility(BaseModel):
         "takes the value most passages support, and on a tie reports NONE and re-queries.",
     )
     false_premise: float = Field(
-        0.5,
+        default=0.5,
         ge=0,
         le=1,
         description="probability of believing a confidently asserted statement ('It is well "
         "established that ...', see world.templates.CONFIDENCE_MARKERS) over conflicting evidence",
     )
     prefer_recent: bool = Field(
-        True,
+        default=True,
         description="among conflicting dated statements take the most recent (undated present-tense "
         "statements count as current); when False, take the top-ranked one",
     )
     detect_off_topic: float = Field(
-        0.7,
+        default=0.7,
         ge=0,
         le=1,
         description="evidence does not state the needed fact: probability of noticing and "
         "re-querying; otherwise it grabs a value of the right type from the off-topic evidence",
     )
     namesake_confusion: float = Field(
-        0.35,
+        default=0.35,
         ge=0,
         le=1,
         description="a near-namesake's statement of the fact (one letter different, or a shared "
@@ -77,7 +77,7 @@ class Susceptibility(BaseModel):
         "probability of taking it for the entity asked about",
     )
     accept_drifted_fact: float = Field(
-        0.3,
+        default=0.3,
         ge=0,
         le=1,
         description="the last search answered a different entity's question than the open hop "

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from causal_middleware.models.offline_prompts import EvidenceDoc
+from causal_middleware.world.names import GENERIC_NAME_WORDS
 from causal_middleware.world.templates import (
     ALIAS_PATTERNS,
     CONFIDENCE_MARKERS,
@@ -119,11 +120,8 @@ def is_near_namesake(a: str, b: str) -> bool:
         return False
     if _one_edit(na, nb):
         return True
-    ta, tb = na.split(), nb.split()
-    if len(ta) == len(tb) and len(ta) > 1:
-        shared = {t for t in ta if len(t) >= 4} & {t for t in tb if len(t) >= 4}
-        return bool(shared)
-    return False
+    shared = set(na.split()) & set(nb.split())
+    return any(len(t) >= 4 and t not in GENERIC_NAME_WORDS for t in shared)
 
 
 def statements(docs: Iterable[EvidenceDoc]) -> list[tuple[EvidenceDoc, str, str, str, str, int | None, bool]]:

@@ -54,12 +54,27 @@ def parse_json(text: str) -> Any:
     raise ValueError(f"no JSON value in model reply: {shorten(text, 200)!r}")
 
 
+def input_text(value: object) -> str:
+    """A run's input as text: a string as is; a dict's ``question``/``input``/``query`` string or
+    its only string value; else JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        for key in ("question", "input", "query"):
+            if isinstance(value.get(key), str):
+                return value[key]
+        strings = [v for v in value.values() if isinstance(v, str)]
+        if len(strings) == 1:
+            return strings[0]
+    return json.dumps(to_jsonable(value), ensure_ascii=False)
+
+
 def render_trace(trajectory: Trajectory, *, upto: str | None = None, limit: int = 400) -> str:
     """A compact text rendering of a run's node steps (one line each) for prompts.
 
     ``upto`` stops before that step id. LLM steps are summarised by their output.
     """
-    lines = [f"Question: {shorten(str(trajectory.input), limit)}"]
+    lines = [f"Question: {shorten(input_text(trajectory.input), limit)}"]
     for step in trajectory.steps:
         if step.step_id == upto:
             break

@@ -22,7 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel
 
-from causal_middleware.repair.llm import call_model, parse_json, render_trace, with_temperature
+from causal_middleware.repair.llm import call_model, input_text, parse_json, render_trace, with_temperature
 from causal_middleware.repair.models import Proposal, ProposalBatch, RepairCost
 from causal_middleware.repair.render import canonical_json, render_output, shorten, to_jsonable
 from causal_middleware.replay.adapter import AgentAdapter
@@ -84,8 +84,8 @@ class OfflineProposer:
     plays there (issuing the sub-query, retrieving the evidence, extracting the fact) and proposes,
     in this order of preference:
 
-    * **sub-query**: the recorded sub-query with a name swapped for an alias the run's evidence or
-      notes give ("X, also known as Y"); the sub-query with which a later hop of the run found a
+    * **sub-query**: the recorded sub-query expanded with, then with a name swapped for, an alias
+      the run's evidence or notes give ("X, also known as Y"); the sub-query with which a later hop of the run found a
       fact for the same relation (a reformulation that worked, asked earlier); a name that is not
       the question's own swapped for a similar name seen in the run (near-namesakes first); the
       sub-query stripped of words found nowhere in the question or evidence (drift re-anchored);
@@ -120,9 +120,7 @@ class OfflineProposer:
             return {}
         probes: dict[str, Callable[[], Intervention]] = {
             "subquery": lambda: self.adapter.subquery_update(trajectory, hop.index, hop.sub_query or ""),
-            "evidence": lambda: self.adapter.evidence_update(
-                trajectory, hop.index, [enrich(d, recorded_documents(trajectory)) for d in hop.documents]
-            ),
+            "evidence": lambda: self.adapter.evidence_update(trajectory, hop.index, list(hop.documents)),
             "fact": lambda: self.adapter.fact_update(trajectory, hop.index, recorded_fact(step) or ""),
         }
         found: dict[str, Intervention] = {}
@@ -140,6 +138,7 @@ class OfflineProposer:
         return found
 
     def propose(self, trajectory: Trajectory, step: NodeStep, k: int, *, feedback: str = "") -> ProposalBatch:
+        trajectory = with_recorded_documents(trajectory)
         roles = self.roles(trajectory, step)
         if not roles:
             return ProposalBatch(note=f"the adapter gives node {step.node!r} no sub-query/evidence/fact role")
@@ -190,6 +189,8 @@ class OfflineProposer:
         for name in names:
             for alias in aliases.get(name, []):
                 if alias not in query:
+                    # expansion keeps every recorded token in place; the swap reads more naturally
+                    yield f"{query} {alias}", f"sub-query expanded with {name!r}'s alias {alias!r}"
                     yield query.replace(name, alias), f"sub-query names {name!r} by its alias {alias!r}"
         for later in later_findings(trajectory, hop_index):
             yield (
@@ -198,7 +199,7 @@ class OfflineProposer:
             )
         pool = [e for text in run_texts(trajectory) for e in entities(text)]
         pool = list(dict.fromkeys(pool))
-        question = str(trajectory.input or "")
+        question = input_text(trajectory.input or "")
         for name in names:
             if name in question:  # the question's own entity is right by definition; only aliases apply
                 continue
@@ -209,7 +210,9 @@ class OfflineProposer:
             for other in ranked:
                 yield query.replace(name, other), f"sub-query names {other!r} instead of {name!r}"
         known = _words(
-            str(trajectory.input or "") + " " + " ".join(d.text for h in trajectory.hops for d in h.documents)
+            input_text(trajectory.input or "")
+            + " "
+            + " ".join(d.text for h in trajectory.hops for d in h.documents)
         )
         kept = [w for w in query.split() if _words(w) & known or not _words(w)]
         if kept and len(kept) < len(query.split()):
@@ -237,7 +240,7 @@ class OfflineProposer:
                     break
         if self.index is None:
             return
-        query = hop.sub_query or str(trajectory.input or "")
+        query = hop.sub_query or input_text(trajectory.input or "")
         hits = [_hit_document(h) for h in self.index.search(query, self.top_k * 2)]
         new = [d for d in hits if d.id not in present]
         if docs:
@@ -311,7 +314,7 @@ def _relation_words(query: str) -> set[str]:
 def run_texts(trajectory: Trajectory) -> list[str]:
     """Every text of the run: the question, the evidence, and the string leaves of node outputs
     (notes an agent wrote, facts it read)."""
-    texts = [str(trajectory.input or "")]
+    texts = [input_text(trajectory.input or "")]
     texts.extend(d.text for h in trajectory.hops for d in h.documents)
     for step in trajectory.steps:
         if isinstance(step, NodeStep) and step.output is not None:
@@ -374,6 +377,9 @@ def _find_key(value: Any, key: str) -> Any:
     return None
 
 
+_NUMERIC_QUESTION = re.compile(
+    r"\b(how many|how much|when|what year|which year|population|number of)\b", re.IGNORECASE
+)
 _NUMBER = re.compile(r"\b\d[\d,]*(?:\.\d+)?\b")
 
 
@@ -384,12 +390,15 @@ def fact_candidates(documents: list[Document], sub_query: str, current: str = ""
     single capitalised words not opening a sentence (or that are a passage title), and numbers.
     Names in the sub-query (its subject) and the recorded fact are left out. Order: a
     near-namesake of the recorded fact first (a one-letter slip is the likeliest misreading), then
-    by how many words of the sub-query the sentence shares, then evidence order.
+    values of the kind the sub-query asks for (numbers for "how many", "when", "what year", ...,
+    names otherwise), then by how many words of the sub-query the sentence shares, then evidence
+    order.
     """
     query_words = _words(sub_query)
     query_names = {n.lower() for n in entities(sub_query)}
     titles = {str(d.metadata.get("title", "")).strip() for d in documents} - {""}
-    ranked: dict[str, tuple[int, int, int]] = {}
+    wants_number = bool(_NUMERIC_QUESTION.search(sub_query))
+    ranked: dict[str, tuple[int, int, int, int]] = {}
     order = 0
     for doc in documents:
         for sentence in _SENTENCE.split(doc.text):
@@ -400,7 +409,8 @@ def fact_candidates(documents: list[Document], sub_query: str, current: str = ""
                 if span.lower() in query_names or span == current or span in ranked:
                     continue
                 near = int(bool(current) and _similarity(span, current) >= 0.75)
-                ranked[span] = (-near, -overlap, order)
+                fits = int(bool(_NUMBER.fullmatch(span)) == wants_number)
+                ranked[span] = (-near, -fits, -overlap, order)
                 order += 1
     return sorted(ranked, key=lambda span: ranked[span])
 
@@ -442,6 +452,19 @@ def recorded_documents(trajectory: Trajectory) -> dict[str, dict[str, Any]]:
         if isinstance(step, NodeStep):
             walk(step.output)
     return found
+
+
+def with_recorded_documents(trajectory: Trajectory) -> Trajectory:
+    """A copy of ``trajectory`` whose hop documents carry the fields the agent's state held
+    (:func:`enrich`); unchanged when nothing is missing."""
+    recorded = recorded_documents(trajectory)
+    hops = [
+        h.model_copy(update={"documents": [enrich(d, recorded) for d in h.documents]})
+        for h in trajectory.hops
+    ]
+    if all(a.documents == b.documents for a, b in zip(hops, trajectory.hops, strict=True)):
+        return trajectory
+    return trajectory.model_copy(update={"hops": hops})
 
 
 def enrich(doc: Document, recorded: dict[str, dict[str, Any]]) -> Document:

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from causal_middleware.repair.crs import ForkCache, compute_crs
+from causal_middleware.repair.minimality import describe_change
 from causal_middleware.repair.models import (
     CRSResult,
     LLMValidation,
@@ -29,7 +30,6 @@ from causal_middleware.repair.models import (
 )
 from causal_middleware.repair.pairs import build_pair
 from causal_middleware.repair.proposers import Proposer
-from causal_middleware.repair.render import render_output, shorten
 from causal_middleware.repair.validate import LLMValidator, llm_validation_not_run, validate_offline
 from causal_middleware.repair.verifiers import Verifier, as_verifier
 from causal_middleware.replay.protocol import ForkBackend
@@ -215,9 +215,9 @@ def explain(trajectory: Trajectory, result: RepairResult) -> str:
     )
     return (
         f"{head} Step {repair.node!r} ({where}, langgraph step {repair.langgraph_step}) is responsible "
-        f"(CRS {repair.crs:g}): replacing its output {shorten(render_output(repair.original), 120)!r} with "
-        f"{shorten(render_output(repair.repaired), 120)!r} ({repair.description or repair.source}) makes the agent "
-        f"answer {repair.answer_after!r} instead of {repair.answer_before!r}. The repair flipped the outcome in "
+        f"(CRS {repair.crs:g}): {repair.description or repair.source} "
+        f"[{describe_change(repair.original, repair.repaired)}] makes the agent answer "
+        f"{repair.answer_after!r} instead of {repair.answer_before!r}. The repair flipped the outcome in "
         f"{validation.flips} of {validation.n_runs} re-runs and is the only change before the fork point; "
         f"minimality {repair.minimality:.3f}.{llm_text} {spent}"
     )

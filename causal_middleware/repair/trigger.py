@@ -85,6 +85,7 @@ class QueueStats(BaseModel):
     judged_ok: int = 0
     undecided: int = 0
     repaired: int = 0
+    skipped_forks: int = 0
     errors: int = 0
 
 
@@ -193,6 +194,10 @@ class RepairQueue:
 
     def _handle(self, run_id: str) -> None:
         trajectory = self._fetch(run_id)
+        if trajectory.is_counterfactual:  # forks (repairs' own probes included) are not judged
+            with self._lock:
+                self.stats.skipped_forks += 1
+            return
         judgement = self.judge.judge(trajectory)
         with self._lock:
             self.stats.processed += 1

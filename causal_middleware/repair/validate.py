@@ -63,7 +63,10 @@ def prefix_differences(parent: Trajectory, fork: Trajectory, proposal: Proposal)
     original = parent_nodes[cut].output
     at_fork = fork_nodes[cut] if cut < len(fork_nodes) else None
     where = f"{proposal.node}@{proposal.langgraph_step}"
-    if at_fork is not None and (at_fork.node, at_fork.langgraph_step) == (proposal.node, proposal.langgraph_step):
+    if at_fork is not None and (at_fork.node, at_fork.langgraph_step) == (
+        proposal.node,
+        proposal.langgraph_step,
+    ):
         if not _is_repair_of(at_fork.output, proposal.values, original):
             diffs.append(f"fork's {where} output is not the repair")
     elif fork.lineage is not None and fork.lineage.intervention is not None:

@@ -18,7 +18,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from langchain_core.language_models import BaseChatModel
 
-from causal_middleware.repair.llm import call_model, parse_json, render_trace
+from causal_middleware.repair.llm import call_model, input_text, parse_json, render_trace
 from causal_middleware.repair.models import RepairCost, Verdict
 from causal_middleware.repair.render import shorten
 from causal_middleware.spans.model import Trajectory
@@ -111,7 +111,7 @@ class LLMOutcomeVerifier:
         if self.include_trace:
             user = render_trace(trajectory)
         else:
-            user = f"Question: {trajectory.input}\nFinal answer: {trajectory.answer!r}"
+            user = f"Question: {input_text(trajectory.input)}\nFinal answer: {trajectory.answer!r}"
         text = call_model(self.model, _OUTCOME_SYSTEM, user, cost)
         try:
             data = parse_json(text)

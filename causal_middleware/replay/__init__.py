@@ -1,1 +1,43 @@
+"""Replay, core side: the fork contracts, fork requests, stitching, side-effect policy, determinism.
 
+The LangGraph implementation (``Replayer``) lives in ``causal_middleware.integrations.langgraph.replayer``
+and is also importable as ``causal_middleware.Replayer``; nothing here imports LangGraph.
+"""
+
+from causal_middleware.replay.adapter import AgentAdapter
+from causal_middleware.replay.determinism import (
+    DeterminismReport,
+    DeterminismSettings,
+    SuffixDifference,
+    compare_suffixes,
+    determinism_settings,
+)
+from causal_middleware.replay.errors import ReplayError, SideEffectBlockedError
+from causal_middleware.replay.policy import ForkPolicy, RecordedCall, current_fork_policy, fork_policy
+from causal_middleware.replay.protocol import AsyncForkBackend, ForkBackend, SuffixMode
+from causal_middleware.replay.request import ForkPoint, ForkRequest
+from causal_middleware.replay.stitch import executed_node_steps, is_stitched, own_steps, stitch_fork
+
+__all__ = [
+    "AgentAdapter",
+    "AsyncForkBackend",
+    "DeterminismReport",
+    "DeterminismSettings",
+    "ForkBackend",
+    "ForkPoint",
+    "ForkPolicy",
+    "ForkRequest",
+    "RecordedCall",
+    "ReplayError",
+    "SideEffectBlockedError",
+    "SuffixDifference",
+    "SuffixMode",
+    "compare_suffixes",
+    "current_fork_policy",
+    "determinism_settings",
+    "executed_node_steps",
+    "fork_policy",
+    "is_stitched",
+    "own_steps",
+    "stitch_fork",
+]

@@ -11,7 +11,8 @@ counterfactual run, which is what diagnosers compare against the original:
   documents when those values carry documents;
 * the fork's own steps, hop-renumbered: own steps before the fork's first own hop belong to the
   fork hop, own hop ``k`` becomes ``fork_hop + k`` (unless the fork run's label
-  ``replay.hops_offset`` says the instrumentation already numbered them from the fork hop);
+  ``replay.hops_offset`` says the instrumentation already numbered them on from the fork hop, as
+  the replayer's forks are);
 * under each of the fork's frozen nodes (``causal.node.frozen``: it returned the parent's recorded
   output without running), the parent's child steps of that node execution (its retrievals, LLM
   calls, tools), copied with ``attributes["causal.replay.frozen_copy"]`` naming the parent run, so
@@ -264,15 +265,13 @@ def stitch_fork(parent: Trajectory, own: Trajectory) -> Trajectory:
     own_hop_of: dict[int, int] = {}
     for s in own.steps:
         copy = s.model_copy()
-        if not offset_applied:
-            if copy.hop is not None:
-                seen_own_hop = True
-                own_hop_of[base + copy.hop] = copy.hop
-                copy.hop = base + copy.hop
-            elif not seen_own_hop:
-                copy.hop = fork_hop
-        elif copy.hop is not None:
-            own_hop_of[copy.hop] = copy.hop
+        if copy.hop is not None:
+            seen_own_hop = True
+            own_index = copy.hop
+            copy.hop = own_index if offset_applied else base + own_index
+            own_hop_of[copy.hop] = own_index
+        elif not seen_own_hop:
+            copy.hop = fork_hop
         steps.append(copy)
         if copy.kind == "node" and copy.attributes.get(FROZEN):
             steps.extend(_frozen_children(parent, copy))

@@ -62,27 +62,30 @@ class WorldConfig(BaseModel):
         default_factory=lambda: dict(DEFAULT_HOP_MIX),
         description="hop count -> weight; question counts are allotted by largest remainder",
     )
-    alias_rate: float = Field(0.3, ge=0, le=1, description="share of entities that have an alias")
+    alias_rate: float = Field(default=0.3, ge=0, le=1, description="share of entities that have an alias")
     alias_use: float = Field(
-        0.45, ge=0, le=1, description="share of an aliased entity's passages naming it by alias"
+        default=0.45, ge=0, le=1, description="share of an aliased entity's passages naming it by alias"
     )
     alias_object_use: float = Field(
-        0.15, ge=0, le=1, description="share of mentions as an object that use the alias"
+        default=0.15, ge=0, le=1, description="share of mentions as an object that use the alias"
     )
     pronoun_rate: float = Field(
-        0.3, ge=0, le=1, description="later sentences of a passage using a pronoun subject"
+        default=0.3, ge=0, le=1, description="later sentences of a passage using a pronoun subject"
     )
     history_rate: float = Field(
-        0.5, ge=0, le=1, description="dated relations with a superseded earlier value"
+        default=0.5, ge=0, le=1, description="dated relations with a superseded earlier value"
     )
     distractors: float = Field(
-        1.2, ge=0, le=5, description="near-namesakes per core entity, on average (countries get none)"
+        default=1.2, ge=0, le=5, description="near-namesakes per core entity, on average (countries get none)"
     )
     shared_token_share: float = Field(
-        0.6, ge=0, le=1, description="near-namesakes sharing a name token (the rest are one letter off)"
+        default=0.6,
+        ge=0,
+        le=1,
+        description="near-namesakes sharing a name token (the rest are one letter off)",
     )
     chatter_rate: float = Field(
-        0.5,
+        default=0.5,
         ge=0,
         le=1,
         description="per relation of an entity: a passage mentioning it without stating the fact",
@@ -171,6 +174,8 @@ class _Builder:
             name = name or self.forge.city()
         elif etype == "country":
             name = name or self.forge.country()
+        if name is None:
+            raise ValueError(f"unknown entity type {etype!r}")
         e = _Entity(id=len(self.entities), type=etype, name=name, role=role, **kw)
         self.entities.append(e)
         if role != "namesake":
@@ -478,6 +483,10 @@ def generate_world(
             target = stale_index if d.stale else fact_index
             target.setdefault((d.entity, relation), []).append(p.id)
 
+    twins: dict[int, list[int]] = {}
+    for twin in namesakes:
+        if twin.namesake_of is not None:
+            twins.setdefault(twin.namesake_of, []).append(twin.id)
     questions = []
     for i, (start, chain) in enumerate(chains):
         relations = [r for r, _ in chain]
@@ -491,9 +500,8 @@ def generate_world(
             answer, aliases = _entity_answer(b, value, relation)
             support = fact_index[(subject.id, relation)]
             stale_ids += stale_index.get((subject.id, relation), [])
-            for twin in namesakes:
-                if twin.namesake_of == subject.id:
-                    distractor_ids += by_entity.get(twin.id, [])
+            for twin_id in twins.get(subject.id, []):
+                distractor_ids += by_entity.get(twin_id, [])
             hops.append(
                 HopGold(
                     index=k,

@@ -32,6 +32,18 @@ _TITLE_NOUNS = ("Nights", "Rising", "Songs", "Harbour", "Letters", "Garden", "Ti
 
 VOWEL_LETTERS = "aeiou"
 
+# Words many names share; a shared generic word does not make two names look alike.
+GENERIC_NAME_WORDS: frozenset[str] = frozenset(
+    w.casefold()
+    for w in (
+        *(s for group in _ORG_SUFFIXES.values() for s in group),
+        *_CITY_PREFIXES,
+        *_TITLE_ADJECTIVES,
+        *_TITLE_NOUNS,
+        "The",
+    )
+)
+
 
 class NameForge:
     """Makes unique invented names from one seeded ``random.Random``."""

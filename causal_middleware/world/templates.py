@@ -315,9 +315,8 @@ CONFIDENCE_MARKERS = (
 
 # --- regular expressions -------------------------------------------------------------------
 _NAME = r"[A-Z][\w\-]*(?: [A-Z][\w\-]*)*"
-_SLOTS = {
+_SLOTS: dict[str, str] = {
     "s": rf"(?P<s>{_NAME}|The company|The city|The country)",
-    "o": None,  # depends on the relation's object type
     "year": r"(?P<year>\d{4})",
     "occ": r"an? [a-z][a-z ]*?",
     "kind": r"an? [a-z][a-z ]*?",
@@ -341,7 +340,7 @@ def _template_regex(template: str, object_type: str) -> re.Pattern[str]:
         pattern += re.escape(literal)
         if slot is None:
             continue
-        if slot == "o":
+        if slot == "o":  # depends on the relation's object type
             pattern += _OBJECT_SLOT.get(object_type, rf"(?P<o>{_NAME})")
         else:
             pattern += _SLOTS[slot]

@@ -55,6 +55,8 @@ class GraphInfo:
     side_effecting: frozenset[str] = frozenset()
     # (source node, router name) -> {router return value: destination node}
     router_ends: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    # every conditional edge's (source node, router name); None when the graph is unknown
+    routers: frozenset[tuple[str, str]] | None = None
     node_names: frozenset[str] = frozenset()
 
 
@@ -176,15 +178,37 @@ def _tail_nodes(graph: Pregel) -> frozenset[str]:
     return frozenset(tails)
 
 
+def _branch_names(bname: str, spec: Any) -> set[str]:
+    """The names a router's chain may report: its key in the builder (``condition`` for lambdas)
+    and the path runnable's name (``RunnableCallable`` for lambdas, the function name otherwise)."""
+    names = {bname}
+    path = getattr(spec, "path", None)
+    for name in (getattr(path, "name", None), path.get_name() if isinstance(path, Runnable) else None):
+        if name:
+            names.add(str(name))
+    return names
+
+
+def _routers(graph: Pregel) -> frozenset[tuple[str, str]]:
+    found: set[tuple[str, str]] = set()
+    for src, branches in (getattr(getattr(graph, "builder", None), "branches", None) or {}).items():
+        for bname, spec in branches.items():
+            found |= {(src, name) for name in _branch_names(bname, spec)}
+    for node in graph.nodes.values():
+        if isinstance(node.bound, Pregel):
+            found |= _routers(node.bound)
+    return frozenset(found)
+
+
 def _router_ends(graph: Pregel) -> dict[tuple[str, str], dict[str, str]]:
     out: dict[tuple[str, str], dict[str, str]] = {}
-    builder = getattr(graph, "builder", None)
-    for src, branches in (getattr(builder, "branches", None) or {}).items():
+    for src, branches in (getattr(getattr(graph, "builder", None), "branches", None) or {}).items():
         for bname, spec in branches.items():
             ends = getattr(spec, "ends", None)
             if ends:
-                out[(src, bname)] = {str(k): str(v) for k, v in ends.items()}
-    for _name, node in graph.nodes.items():
+                for name in _branch_names(bname, spec):
+                    out[(src, name)] = {str(k): str(v) for k, v in ends.items()}
+    for node in graph.nodes.values():
         if isinstance(node.bound, Pregel):
             out.update(_router_ends(node.bound))
     return out
@@ -248,5 +272,6 @@ def analyze_graph(
         answers_explicit=explicit_answers is not None,
         side_effecting=frozenset(side),
         router_ends=_router_ends(graph),
+        routers=_routers(graph) if getattr(graph, "builder", None) is not None else None,
         node_names=names,
     )

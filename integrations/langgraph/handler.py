@@ -62,6 +62,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 TRACER_NAME = "causal_middleware"
 START_NODE = "__start__"
 _RESERVED_METADATA_PREFIXES = ("ls_", "langgraph_", "causal_", "__")
+# config["metadata"][HOP_OFFSET_METADATA_KEY] = k: the run's first hop is hop k + 1 (replayer forks)
+HOP_OFFSET_METADATA_KEY = "causal_hop_offset"
 _RESERVED_METADATA_KEYS = frozenset({"thread_id", "checkpoint_ns", "checkpoint_id", "run_id"})
 
 
@@ -294,10 +296,20 @@ class CausalCallbackHandler(BaseCallbackHandler):
             self._start_run(run_id, inputs, md, kwargs.get("name"), serialized)
         elif _is_node_start(tags, md):
             self._start_node(run_id, parent, inputs, md)
-        elif parent.kind in ("node", "hidden") and _is_router(tags):
+        elif (
+            parent.kind in ("node", "hidden")
+            and _is_router(tags)
+            and self._known_router(md, kwargs.get("name"))
+        ):
             self._start_decision(run_id, parent, md, kwargs.get("name") or "route")
         else:
             self._register(run_id, _Entry("chain", None, parent.ctx, parent.run, parent.node))
+
+    def _known_router(self, md: Mapping[str, Any], name: str | None) -> bool:
+        """With the graph known, only its conditional edges' routers are decisions (a node whose
+        runnable is a sequence also runs later steps after its body); without it, any such chain."""
+        routers = self.info.routers
+        return routers is None or (str(md.get("langgraph_node", "")), str(name)) in routers
 
     def _start_run(
         self,
@@ -339,7 +351,12 @@ class CausalCallbackHandler(BaseCallbackHandler):
         current = trace.get_current_span().get_span_context()
         links = [Link(current)] if current.is_valid else None
         span = self._tracer.start_span(graph_name, context=Context(), attributes=attrs, links=links)
-        run = RunState(self._tracer, span, self.info, session_id=session_id, common=common)
+        # replayer (issue #4): a fork resumed mid-run numbers its hops on from the fork hop
+        offset = md.get(HOP_OFFSET_METADATA_KEY)
+        hop_offset = offset if isinstance(offset, int) and not isinstance(offset, bool) and offset > 0 else 0
+        run = RunState(
+            self._tracer, span, self.info, session_id=session_id, common=common, hop_offset=hop_offset
+        )
         self._entries[run_id] = _Entry("run", span, run.ctx, run, None)
         trace_id = format(span.get_span_context().trace_id, "032x")
         self._last_run_id = trace_id

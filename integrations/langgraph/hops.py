@@ -101,8 +101,10 @@ class RunState:
         *,
         session_id: str | None = None,
         common: dict[str, Any] | None = None,
+        hop_offset: int = 0,
     ) -> None:
         self.tracer = tracer
+        self.hop_offset = hop_offset  # replayer forks: hops are numbered on from the fork hop
         self.span = run_span
         self.ctx = trace.set_span_in_context(run_span, Context())
         self.info = info
@@ -121,7 +123,7 @@ class RunState:
         return name in self.info.hop_nodes or (not self.info.hops_explicit and name in self.promoted)
 
     def _open_hop(self) -> Hop:
-        index = len(self.hops) + 1
+        index = self.hop_offset + len(self.hops) + 1
         attrs: dict[str, Any] = {
             A.CAUSAL_SPAN_TYPE: "hop",
             A.OPENINFERENCE_SPAN_KIND: "CHAIN",

@@ -8,6 +8,7 @@ local span store (complete as soon as the call returns) and, when configured, to
 from __future__ import annotations
 
 import contextvars
+import copy
 import os
 import threading
 import uuid
@@ -102,6 +103,7 @@ class InstrumentedGraph:
         self._last: RunRef | None = None
         self._closed = False
         self._close_lock = threading.Lock()
+        self._on_failure: Any = None
 
     # --- the graph's run methods ---------------------------------------------------------
     def _prepare(self, config: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -141,18 +143,84 @@ class InstrumentedGraph:
         return cfg
 
     def invoke(self, input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
-        return self._graph.invoke(input, self._prepare(config), **kwargs)
+        cfg = self._prepare(config)
+        ref = self._watched(cfg)
+        try:
+            return self._graph.invoke(input, cfg, **kwargs)
+        finally:
+            self._after_run(ref)
 
     async def ainvoke(self, input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
-        return await self._graph.ainvoke(input, self._prepare(config), **kwargs)
+        cfg = self._prepare(config)
+        ref = self._watched(cfg)
+        try:
+            return await self._graph.ainvoke(input, cfg, **kwargs)
+        finally:
+            self._after_run(ref)
 
     def stream(self, input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any) -> Iterator[Any]:
-        return self._graph.stream(input, self._prepare(config), **kwargs)
+        cfg = self._prepare(config)
+        chunks = self._graph.stream(input, cfg, **kwargs)
+        return chunks if self._on_failure is None else self._stream_then_submit(chunks, self._watched(cfg))
 
     def astream(
         self, input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
-        return self._graph.astream(input, self._prepare(config), **kwargs)
+        cfg = self._prepare(config)
+        chunks = self._graph.astream(input, cfg, **kwargs)
+        return chunks if self._on_failure is None else self._astream_then_submit(chunks, self._watched(cfg))
+
+    # --- on_failure: hand finished runs to a background judge/repair queue ------------------
+    @property
+    def on_failure(self) -> Any:
+        """Where finished runs go to be judged and repaired (an object with ``submit(run_id)``,
+        e.g. ``causal_middleware.repair.RepairQueue``), or None."""
+        return self._on_failure
+
+    @on_failure.setter
+    def on_failure(self, target: Any) -> None:
+        if target is not None and not callable(getattr(target, "submit", None)):
+            raise TypeError(f"on_failure needs an object with submit(run_id), got {type(target).__name__}")
+        self._on_failure = target
+
+    def _watched(self, cfg: Mapping[str, Any]) -> RunRef | None:
+        """The run to hand to ``on_failure`` when it ends: the user's own runs, not forks (a fork
+        carries ``causal_lineage``; repairs fork the graph and must not judge their own forks)."""
+        if self._on_failure is None or (cfg.get("metadata") or {}).get("causal_lineage") is not None:
+            return None
+        return self._current.get()
+
+    def _after_run(self, ref: RunRef | None) -> None:
+        # Only enqueue here: judging and repair run in the queue's worker, never in this thread.
+        target = self._on_failure
+        if target is None or ref is None or ref.run_id is None:
+            return
+        try:
+            target.submit(ref.run_id)
+        except Exception as exc:  # fail-open: the user's run has already finished
+            health.record_error("instrument.on_failure", exc)
+
+    def _stream_then_submit(self, chunks: Iterator[Any], ref: RunRef | None) -> Iterator[Any]:
+        try:
+            yield from chunks
+        finally:
+            self._after_run(ref)
+
+    async def _astream_then_submit(
+        self, chunks: AsyncIterator[Any], ref: RunRef | None
+    ) -> AsyncIterator[Any]:
+        try:
+            async for chunk in chunks:
+                yield chunk
+        finally:
+            self._after_run(ref)
+
+    def with_config(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> InstrumentedGraph:
+        """The graph with default config bound (``Pregel.with_config``), still traced: the copy
+        shares this one's handler, provider, store and ``last_run_id``."""
+        clone = copy.copy(self)
+        clone._graph = self._graph.with_config(config, **kwargs)
+        return clone
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -248,6 +316,7 @@ def instrument(
     redact: Redactor | None = default_redactor,
     answer_nodes: Iterable[str] | None = None,
     graph_name: str | None = None,
+    on_failure: Any = None,
 ) -> InstrumentedGraph:
     """Trace every run of a compiled LangGraph graph.
 
@@ -265,6 +334,11 @@ def instrument(
         redact: ``str -> str`` applied to every exported string attribute; None disables.
         answer_nodes: nodes whose update is the graph's answer; default: inferred.
         graph_name: run span name; default the graph's name.
+        on_failure: where finished runs are handed to be judged and, when failed, repaired in the
+            background: an object with ``submit(run_id)`` that never blocks (a
+            ``causal_middleware.repair.RepairQueue``), or a callable taking the instrumented graph
+            and returning one (so the queue's repairs can fork this very graph). Also settable
+            later as ``instrumented.on_failure``.
     """
     if isinstance(graph, InstrumentedGraph):
         raise ValueError("graph is already instrumented; pass the original compiled graph")
@@ -309,7 +383,7 @@ def instrument(
 
     handler = CausalCallbackHandler(provider, graph_info=info)
     wrapped = wrap_graph(graph, handler.node_span)
-    return InstrumentedGraph(
+    instrumented = InstrumentedGraph(
         graph,
         wrapped,
         handler,
@@ -319,3 +393,9 @@ def instrument(
         processors=processors,
         otlp=otlp,
     )
+    if on_failure is not None:
+        has_submit = callable(getattr(on_failure, "submit", None))
+        instrumented.on_failure = (
+            on_failure if has_submit or not callable(on_failure) else on_failure(instrumented)
+        )
+    return instrumented

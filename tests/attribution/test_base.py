@@ -128,14 +128,18 @@ def test_misleading_fault_labels_change_no_diagnosis(world) -> None:
     """Diagnosers never read fault labels: relabelling the injected hop changes nothing."""
     run = faulted_run(world, "false_premise", 2)
     lying = run.model_copy(
-        update={"labels": {**run.labels, "fault": {**run.labels["fault"], "injected_hop": 3, "requested_hop": 3}}}
+        update={
+            "labels": {**run.labels, "fault": {**run.labels["fault"], "injected_hop": 3, "requested_hop": 3}}
+        }
     )
     stripped = run.model_copy(update={"labels": {}, "lineage": None})
     ctx = context_for(world)
     for name in ("rule", "coverage", "holistic", "iterative", "path_aware", "frozen_hop", "suffix_regen"):
         d = get_diagnoser(name)
         a, b, c = d.diagnose(run, ctx), d.diagnose(lying, ctx), d.diagnose(stripped, ctx)
-        assert (a.hop, a.stage, a.candidates) == (b.hop, b.stage, b.candidates) == (c.hop, c.stage, c.candidates)
+        assert (
+            (a.hop, a.stage, a.candidates) == (b.hop, b.stage, b.candidates) == (c.hop, c.stage, c.candidates)
+        )
 
 
 def test_question_without_gold_hops_still_gives_gold_answer() -> None:

@@ -22,7 +22,9 @@ def label(hop: int, *, requested: int | None = None, family: str = "empty_retrie
     )
 
 
-def diag(method: str, hop: int | None, *, stage: str = "retrieval", reexec: int = 0, calls: int = 0) -> Diagnosis:
+def diag(
+    method: str, hop: int | None, *, stage: str = "retrieval", reexec: int = 0, calls: int = 0
+) -> Diagnosis:
     return Diagnosis(
         method=method,
         hop=hop,
@@ -70,7 +72,9 @@ def synthetic_units() -> list[FPUnit]:
 
 @pytest.fixture(scope="module")
 def results() -> dict:
-    return build_results(synthetic_units(), ["good", "early", "judge"], {"dataset": "synthetic"}, B=1000, seed=0)
+    return build_results(
+        synthetic_units(), ["good", "early", "judge"], {"dataset": "synthetic"}, B=1000, seed=0
+    )
 
 
 def test_recovery_and_failed_counts(results: dict) -> None:

@@ -73,7 +73,10 @@ def test_rule_blames_a_failed_step(world) -> None:
     steps = list(run.steps)
     i = next(i for i, s in enumerate(steps) if s.kind == "node" and s.node == "read" and s.hop == 2)
     steps[i] = steps[i].model_copy(update={"status": Status.ERROR, "error": "TimeoutError: model"})
-    hops = [h.model_copy(update={"steps": [steps[i] if s.step_id == steps[i].step_id else s for s in h.steps]}) for h in run.hops]
+    hops = [
+        h.model_copy(update={"steps": [steps[i] if s.step_id == steps[i].step_id else s for s in h.steps]})
+        for h in run.hops
+    ]
     d = get_diagnoser("rule").diagnose(run.model_copy(update={"steps": steps, "hops": hops}))
     assert (d.hop, d.details["rule"]) == (2, "error") and "TimeoutError" in d.root_cause
 

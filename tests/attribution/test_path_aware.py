@@ -11,7 +11,13 @@ from causal_middleware.faults.model import FaultLabel
 from causal_middleware.spans.model import Trajectory
 from causal_middleware.world.scoring import is_correct
 
-FAMILIES = ("empty_retrieval", "irrelevant_documents", "false_premise", "stale_evidence", "content_corruption")
+FAMILIES = (
+    "empty_retrieval",
+    "irrelevant_documents",
+    "false_premise",
+    "stale_evidence",
+    "content_corruption",
+)
 
 
 @pytest.fixture(scope="module")
@@ -126,5 +132,31 @@ def test_sweep_path_aware_is_accurate_at_every_depth_and_cheaper(sweep: dict) ->
     assert pa["reexec_per_correct"] < sweep["diagnosers"]["suffix_regen"]["reexec_per_correct"]
     cov = sweep["diagnosers"]["coverage"]["by_depth"]
     assert cov["1"]["acc"] == 1.0 and cov["2"]["acc"] == 0.0 and cov["3"]["acc"] == 0.0
-    vs_cov = next(m for m in sweep["mcnemar"] if m["depth"] == "all" and {m["a"], m["b"]} == {"path_aware", "coverage"})
+    vs_cov = next(
+        m for m in sweep["mcnemar"] if m["depth"] == "all" and {m["a"], m["b"]} == {"path_aware", "coverage"}
+    )
     assert (vs_cov["a_only"], vs_cov["b_only"]) == (10, 0) and vs_cov["p_value"] < 0.01
+
+
+def test_probe_k_comes_from_the_hops_the_audit_trusts(world) -> None:
+    """A fault that plants a passage on top of the retriever's k leaves its hop with k + 1
+    documents; the probe re-retrieves k passages (what the audit-consistent hops recorded)."""
+    from attribution_sim import _evidence_at
+
+    from causal_middleware.attribution.path_aware import trusted_k
+
+    base = world.backend.run(world.questions["q0-3"])
+    evidence = _evidence_at(world, base.run_id, 2)
+    planted = {"id": "premise-x", "text": "It is well established that Quanta Works was founded by Mira Vell."}
+    run = world.backend.fork(
+        base.run_id, hop=2, node="retrieve", values={"evidence": [planted, *evidence]}, mode="regenerate"
+    )
+    assert len(run.hop(2).documents) == len(evidence) + 1 == 4
+    d = get_diagnoser("path_aware").diagnose(run, context_for(world))
+    assert d.hop == 2 and d.details["repair_k"] == 3
+    assert [p.n_documents for p in d.probes] == [3] * len(d.probes)
+    assert d.details["audit"]["hops"][2]["consistent"] is False
+    # an explicit repair_k still wins, and without an audit nothing is trusted
+    explicit = get_diagnoser("path_aware").diagnose(run, context_for(world, repair_k=5))
+    assert "repair_k" not in explicit.details and explicit.probes[0].n_documents == 5
+    assert trusted_k([], None) is None

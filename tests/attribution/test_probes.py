@@ -60,7 +60,9 @@ def test_probe_runner_caches_counts_and_honours_the_budget(world) -> None:
     first = runner.probe(3, "frozen")
     assert first.restored is True and first.answer == "Lostra" and first.fork_run_id
     assert runner.probe(3, "frozen") is first  # cached: no second fork
-    assert cost.reexecutions == 1 and world.backend.runs[first.fork_run_id].trajectory.lineage.mode == "frozen"
+    assert (
+        cost.reexecutions == 1 and world.backend.runs[first.fork_run_id].trajectory.lineage.mode == "frozen"
+    )
     with pytest.raises(ProbeBudgetExhausted):
         runner.probe(2, "regenerate")
 

@@ -43,12 +43,28 @@ def test_importing_the_core_does_not_import_langgraph():
     code = (
         "import sys, causal_middleware, causal_middleware.spans.export, causal_middleware.spans.content;"
         "assert 'langgraph' not in sys.modules, 'langgraph imported';"
-        "from causal_middleware import instrument;"
-        "assert 'langgraph' in sys.modules; print(instrument.__name__)"
+        "print(' '.join(causal_middleware.__all__))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "instrument"
+    exported = set(out.stdout.split())
+    assert {
+        "CausalCallbackHandler",
+        "InstrumentedGraph",
+        "hop_node",
+        "instrument",
+        "side_effecting",
+    } <= exported
+
+
+def test_the_facade_resolves_lazily_to_the_integration():
+    from causal_middleware.integrations.langgraph import instrument as module_level
+
+    import causal_middleware
+
+    assert causal_middleware.instrument is module_level
+    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+        causal_middleware.nope  # noqa: B018
 
 
 # --- stores ---------------------------------------------------------------------------------
@@ -331,15 +347,51 @@ def test_side_effecting_and_hop_marked_tools(make_instrumented, spans):
     assert attr(tools["send_email"], A.CAUSAL_TOOL_SIDE_EFFECTING) is True
     assert attr(tools["write_file"], A.CAUSAL_TOOL_SIDE_EFFECTING) is True
     assert attr(tools["lookup"], A.CAUSAL_TOOL_SIDE_EFFECTING) is None
-    # two parallel @hop_node tool calls in one tools execution: the first uses the node's hop, the
-    # second opens its own; the next tools execution opens hop 3
-    lookups = sorted(
+    # create_agent sends each tool call of a turn to its own `tools` execution (a Send each), so each
+    # call is a hop; parallel hops are numbered in start order, hence the sets
+    by_hop = {attr(s, A.CAUSAL_HOP_INDEX): s.name for s in tree.typed("tool")}
+    assert sorted(by_hop) == [1, 2, 3, 4]
+    assert {by_hop[1], by_hop[2]} == {"lookup"} and {by_hop[3], by_hop[4]} == {"send_email", "write_file"}
+    hops = tree.hops()
+    assert {attr(hops[1], A.CAUSAL_HOP_SUB_QUERY), attr(hops[2], A.CAUSAL_HOP_SUB_QUERY)} == {
+        "first",
+        "second",
+    }
+
+
+def test_a_hop_marked_tool_opens_a_hop_per_call_inside_one_node(make_instrumented, spans):
+    @hop_node
+    @tool
+    def lookup(query: str) -> str:
+        """Look something up."""
+        return "found " + query
+
+    def research(state: S) -> dict[str, Any]:
+        for q in ("first", "second", "third"):
+            lookup.invoke({"query": q})
+        return {"hops": 3}
+
+    g = StateGraph(S)
+    g.add_node("research", research)
+    g.add_edge(START, "research")
+    g.add_edge("research", END)
+    ig = make_instrumented(g.compile())
+    ig.invoke({})
+    tree = spans().of_trace(ig.last_run_id)
+    assert [
         (attr(s, A.CAUSAL_HOP_INDEX), json.loads(attr(s, A.TOOL_PARAMETERS))["query"])
-        for s in tree.named("lookup")
-    )
-    assert [index for index, _ in lookups] == [1, 2]
-    assert {attr(h, A.CAUSAL_HOP_SUB_QUERY) for i, h in tree.hops().items() if i <= 2} == {"first", "second"}
-    assert attr(tools["send_email"], A.CAUSAL_HOP_INDEX) == 3
+        for s in tree.typed("tool")
+    ] == [
+        (1, "first"),
+        (2, "second"),
+        (3, "third"),
+    ]
+    assert [attr(h, A.CAUSAL_HOP_SUB_QUERY) for _, h in sorted(tree.hops().items())] == [
+        "first",
+        "second",
+        "third",
+    ]
+    assert attr(tree.one("node"), A.CAUSAL_HOP_INDEX) == 3  # the node carries its latest hop
 
 
 def test_command_goto_becomes_a_decision(make_instrumented, spans):
@@ -415,6 +467,15 @@ def test_node_override_hook_freezes_a_node(make_instrumented, spans):
     assert attr(read, A.CAUSAL_NODE_FROZEN) is True
     assert tree.children(read, "llm") == []  # the model was not called
     assert attr(tree.named("retrieve", "node")[0], A.CAUSAL_NODE_FROZEN) is None
+
+
+def test_with_config_keeps_tracing(make_instrumented, spans):
+    ig = make_instrumented(build_loop_graph(checkpointer=new_saver()))
+    bound = ig.with_config(configurable={"thread_id": "bound"}, recursion_limit=50)
+    assert bound.invoke(loop_input())["answer"] == ANSWER
+    assert bound.last_run_id == ig.last_run_id
+    assert attr(spans().of_trace(bound.last_run_id).one("run"), A.SESSION_ID) == "bound"
+    assert ig.get_state({"configurable": {"thread_id": "bound"}}).values["answer"] == ANSWER
 
 
 def test_the_original_graph_is_not_modified(make_instrumented, spans):

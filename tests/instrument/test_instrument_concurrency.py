@@ -9,7 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 from instrument_graphs import CHAINS, build_async_loop_graph, build_loop_graph, loop_input
 from instrument_spans import attr, doc_ids
 
+from causal_middleware import instrument
 from causal_middleware.spans import attributes as A
+from causal_middleware.store.sqlite import SqliteSpanStore
 
 QUESTIONS = list(CHAINS)
 
@@ -75,3 +77,24 @@ def test_concurrent_async_tasks_no_span_mixing(make_instrumented, spans):
         _check_run(tree, run_id, question)
     first = tree.of_trace(results[0][1]).typed("retrieval")[0]
     assert doc_ids(first)  # documents recorded under concurrency too
+
+
+def test_threads_writing_to_one_sqlite_store(tmp_path):
+    store = SqliteSpanStore(tmp_path / "runs.db")
+    ig = instrument(build_loop_graph(), store=store)
+
+    def one(question: str) -> tuple[str, str | None]:
+        ig.invoke(loop_input(question), {"configurable": {"thread_id": f"thread-{question}"}})
+        return question, ig.last_run_id
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(one, QUESTIONS + QUESTIONS[:1]))
+    ig.shutdown()
+    for question, run_id in results:
+        traj = store.get_trajectory(run_id)
+        subqueries, answer = CHAINS[question]
+        assert traj.thread_id == f"thread-{question}"
+        assert [h.sub_query for h in traj.hops] == subqueries
+        assert traj.answer == answer
+    assert len(store.list_runs()) == len(results)
+    store.close()

@@ -5,13 +5,15 @@ from __future__ import annotations
 import pytest
 
 from causal_middleware.repair.minimality import (
+    changed_leaves,
+    describe_change,
+    leaves,
     length_penalty,
     minimality,
     minimality_tokens,
     token_match_ratio,
     tokenize,
 )
-from causal_middleware.repair.render import render_output
 
 
 def test_tokenize_splits_words_and_punctuation_and_keeps_case() -> None:
@@ -56,17 +58,45 @@ def test_position_wise_matching_punishes_a_shift() -> None:
     assert minimality_tokens(["a", "b", "c", "d"], ["x", "a", "b", "c", "d"]) == 0.0
 
 
-def test_structured_outputs_compare_their_leaves_not_keys() -> None:
-    assert render_output({"b": "x", "a": "y"}) == "x\ny"
-    assert (
-        render_output({"hops": [{"fact": "Bob Smith", "n": 1, "ok": True, "none": None}]})
-        == "Bob Smith\n1\ntrue"
-    )
+def test_structured_outputs_are_compared_leaf_by_leaf() -> None:
+    assert leaves({"hops": [{"fact": "Paris", "n": 1, "ok": True, "none": None}]}) == {
+        ".hops[0].fact": "Paris",
+        ".hops[0].n": "1",
+        ".hops[0].ok": "true",
+    }
+    assert leaves("just text") == {"": "just text"}
     # {"fact": "Bob Smith"} vs {"fact": "Rob Smith"}: [Bob, Smith] vs [Rob, Smith] -> 1/2, no penalty
     assert minimality({"fact": "Bob Smith"}, {"fact": "Rob Smith"}) == pytest.approx(0.5)
-    # a different key with the same leaf is no change at all
-    assert minimality({"fact": "Paris"}, {"answer": "Paris"}) == 1.0
+    # a renamed field is a change: its tokens sit at another path
+    assert minimality({"fact": "Paris"}, {"answer": "Paris"}) == 0.0
+
+
+def test_an_added_field_does_not_shift_the_others() -> None:
+    # matches x, y, z = 3; La = 3, Lb = 4 -> 3/4 * (1 - 0.5 * 1/4)
+    assert minimality({"a": "x y z"}, {"b": "new", "a": "x y z"}) == pytest.approx(0.65625)
+    # key order is irrelevant
+    assert minimality({"a": "x", "b": "y"}, {"b": "y", "a": "x"}) == 1.0
+
+
+def test_list_items_align_by_index() -> None:
+    # item 0 equal (a b), item 1: c matches, d != e, f extra -> 3 matches; La 4, Lb 5
+    before = {"evidence": ["a b", "c d"]}
+    after = {"evidence": ["a b", "c e f"]}
+    assert minimality(before, after) == pytest.approx(3 / 5 * (1 - 0.5 / 5))
+    assert minimality(before, {"evidence": []}) == 0.0
 
 
 def test_case_change_counts_as_a_change() -> None:
     assert minimality("paris is big", "Paris is big") == pytest.approx(2 / 3)
+
+
+def test_changed_leaves_name_what_a_repair_changes() -> None:
+    before = {"hops": [{"fact": "Rob Smith", "docs": ["a", "b"]}]}
+    after = {"hops": [{"fact": "Bob Smith", "docs": ["a", "b"]}], "note": "x"}
+    assert changed_leaves(before, after) == [
+        (".hops[0].fact", "Rob Smith", "Bob Smith"),
+        (".note", None, "x"),
+    ]
+    assert describe_change(before, after) == "hops[0].fact: 'Rob Smith' -> 'Bob Smith'; note: (absent) -> 'x'"
+    assert describe_change(before, after, limit=1).endswith("and 1 more changed field(s)")
+    assert describe_change("same", "same") == "no change"

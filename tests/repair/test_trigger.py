@@ -138,3 +138,19 @@ def test_closed_queue_drops_and_outcome_judge_reads_annotations(sloppy_world: Wo
     assert OutcomeJudge().judge(run).failed is True
     assert OutcomeJudge().judge(run.model_copy(update={"outcome": Outcome.SUCCESS})).failed is False
     assert OutcomeJudge().judge(run.model_copy(update={"outcome": None})).failed is None
+
+
+def test_forks_are_not_judged(sloppy_world: World) -> None:
+    run = sloppy_world.backend.run()
+    fork = sloppy_world.backend.fork(run.run_id, node="read", hop=1, step=3, values={"fact": "Bob Smith"})
+    judged: list[str] = []
+
+    def judge(trajectory: Trajectory) -> bool:
+        judged.append(trajectory.run_id)
+        return True
+
+    queue = RepairQueue(_service(sloppy_world), judge=judge)
+    queue.submit(fork.run_id)
+    assert queue.wait_idle(GUARD)
+    queue.close()
+    assert judged == [] and queue.stats.skipped_forks == 1 and queue.stats.processed == 0

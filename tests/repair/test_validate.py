@@ -96,6 +96,28 @@ def test_prefix_differences_checks_lineage_and_the_repaired_step(sloppy_world: W
     assert any("lineage" in d for d in prefix_differences(run, orphan, proposal))
 
 
+def test_a_backend_may_merge_the_repair_into_the_recorded_output(sloppy_world: World) -> None:
+    run = sloppy_world.backend.run()
+    proposal = _fix(run)
+    fork = sloppy_world.backend.fork(
+        run.run_id, node="read", hop=1, step=proposal.langgraph_step, values=proposal.values
+    )
+    steps = list(fork.steps)
+    at = next(i for i, s in enumerate(steps) if getattr(s, "attributes", {}).get("causal.intervened"))
+    merged = steps[at].model_copy(update={"output": {"fact": "Bob Smith", "extra": None}})
+    assert (
+        prefix_differences(
+            run, fork.model_copy(update={"steps": [*steps[:at], merged, *steps[at + 1 :]]}), proposal
+        )
+        == []
+    )
+    changed = steps[at].model_copy(update={"output": {"fact": "Bob Smith", "extra": 1}})
+    diffs = prefix_differences(
+        run, fork.model_copy(update={"steps": [*steps[:at], changed, *steps[at + 1 :]]}), proposal
+    )
+    assert diffs == ["fork's read@3 output is not the repair"]
+
+
 def test_bad_m_of_n_is_rejected(sloppy_world: World) -> None:
     run = sloppy_world.backend.run()
     with pytest.raises(ValueError, match="1 <= m <= n"):

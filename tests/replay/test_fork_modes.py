@@ -196,5 +196,71 @@ def test_fork_is_a_linked_counterfactual_run(shape: Shape) -> None:
     root = next(s for s in spans if s.attributes.get(A.CAUSAL_SPAN_TYPE) == "run")
     assert root.attributes[A.CAUSAL_LINEAGE_PARENT_RUN_ID] == run_id
     assert root.attributes[A.CAUSAL_LINEAGE_FORK_NODE] == lineage.fork_node
+    # the fork's own hops continue from the fork hop (the instrumentation's hop offset)
+    hop_spans = [s for s in spans if s.attributes.get(A.CAUSAL_SPAN_TYPE) == "hop"]
+    assert hop_spans and min(s.attributes[A.CAUSAL_HOP_INDEX] for s in hop_spans) == lineage.fork_hop + 1
     # the store returns the stitched fork on its own
     assert store.get_trajectory(fork.run_id).model_dump() == fork.model_dump()
+
+
+@pytest.mark.parametrize("name", ["custom", "reference", "react"])
+def test_every_shape_on_a_sqlite_saver(make_shape: Any, sqlite_saver: Any, name: str) -> None:
+    shape = make_shape(name, checkpointer=sqlite_saver)
+    run_id = shape.run()
+    rows_before = checkpoint_rows(sqlite_saver)
+    snapshot = run_snapshot(shape.graph.store, run_id)
+    replayer = Replayer(shape.graph)
+    executed = {}
+    for mode in ("regenerate", "frozen", "replay"):
+        shape.reset()
+        fork = replayer.fork(run_id, **shape.fork_hop2, mode=mode)
+        executed[mode] = sum(shape.nodes.values())
+        assert executed[mode] == len(executed_node_steps(fork))
+        assert shape.effects == collections.Counter()
+    assert executed["regenerate"] > executed["frozen"] > executed["replay"] == 0
+    rows_after = checkpoint_rows(sqlite_saver)
+    assert {k: rows_after[k] for k in rows_before} == rows_before
+    assert run_snapshot(shape.graph.store, run_id) == snapshot
+
+
+def test_tools_named_side_effecting_are_guarded_too() -> None:
+    from causal_middleware.integrations.langgraph import instrument
+    from langchain.agents import create_agent
+    from langchain_core.tools import tool
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from causal_middleware.store.memory import InMemorySpanStore
+
+    from .conftest import ScriptedReActModel
+
+    sent: list[str] = []
+
+    @tool
+    def search(query: str) -> str:
+        """Search."""
+        return f"result for {query}"
+
+    @tool
+    def send_email(to: str, body: str) -> str:  # not decorated: named at instrument() time
+        """Send an e-mail."""
+        sent.append(body)
+        return f"sent to {to}"
+
+    agent = create_agent(ScriptedReActModel(), [search, send_email], checkpointer=InMemorySaver())
+    graph = instrument(agent, store=InMemorySpanStore(), side_effecting=("send_email",))
+    graph.invoke({"messages": [{"role": "user", "content": "go"}]}, {"configurable": {"thread_id": "n"}})
+    run_id = graph.last_run_id
+    assert len(sent) == 1
+    replayer = Replayer(graph)
+    assert "send_email" in replayer.guarded_tools
+    fork = replayer.fork(
+        run_id,
+        hop=1,
+        update=lambda out: {"messages": [m.model_copy(update={"content": "X"}) for m in out["messages"]]},
+    )
+    assert len(sent) == 1  # served from the record, not sent again
+    assert [s["name"] for s in fork.labels["replay.side_effects"]["served"]] == ["send_email"]
+    assert fork.answer == "final: X|result for q2"
+    assert all(
+        s.output == "sent to boss" for s in fork.steps if s.kind == "tool" and s.tool_name == "send_email"
+    )

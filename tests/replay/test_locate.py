@@ -8,6 +8,7 @@ import pytest
 from causal_middleware.integrations.langgraph.replayer import ForkRequest, Replayer, ReplayError
 from langgraph.checkpoint.memory import InMemorySaver
 
+from causal_middleware.replay.protocol import AsyncForkBackend, ForkBackend
 from causal_middleware.replay.stitch import INHERITED, INTERVENED
 from causal_middleware.spans import attributes as A
 from causal_middleware.store.memory import InMemorySpanStore
@@ -143,6 +144,12 @@ def test_checkpoints_missing_from_the_checkpointer(make_shape: Any) -> None:
     elsewhere = make_shape("custom", checkpointer=InMemorySaver(), store=recorded.graph.store)
     with pytest.raises(ReplayError, match="not in the graph's checkpointer"):
         Replayer(elsewhere.graph).fork(run_id, hop=2)
+
+
+def test_replayer_is_the_cores_fork_backend(custom: Shape) -> None:
+    replayer = Replayer(custom.graph)
+    assert isinstance(replayer, ForkBackend) and isinstance(replayer, AsyncForkBackend)
+    assert replayer.guarded_tools == ["page_oncall", "send_report"]
 
 
 def test_replayer_rejects_what_it_cannot_use(custom: Shape) -> None:

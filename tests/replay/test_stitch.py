@@ -253,9 +253,11 @@ def test_hops_offset_label_keeps_instrumented_numbers() -> None:
     for step in own.steps:
         if step.hop == 1:
             step.hop = 3
+    own.hops[0].index = 3
     fork = stitch_fork(_parent(), own)
     assert {s.hop for s in fork.steps if s.langgraph_step == 5} == {3}
-    assert next(s for s in fork.steps if s.node == "read" and s.langgraph_step == 4).hop is None
+    assert next(s for s in fork.steps if s.node == "read" and s.langgraph_step == 4).hop == 2
+    assert fork.hop(3).sub_query == "q3b" and fork.hop(3).span_id == _sid("8", 1)
 
 
 def test_replay_mode_copies_the_parents_suffix() -> None:

@@ -101,7 +101,9 @@ class Phrasing(BaseModel):
     tool_complaints: list[str] = Field(min_length=1)
     answer_prefixes: list[str] = Field(min_length=1)
     gap_replies: list[str] = Field(min_length=1, description="agent finds nothing; {subject}")
-    acknowledgements: list[str] = Field(min_length=1, description="agent accepts a correction; {subject} {expected}")
+    acknowledgements: list[str] = Field(
+        min_length=1, description="agent accepts a correction; {subject} {expected}"
+    )
     tool_failure_replies: list[str] = Field(min_length=1)
     thanks: list[str] = Field(min_length=1)
     welcome: list[str] = Field(min_length=1)

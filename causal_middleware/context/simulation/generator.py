@@ -74,7 +74,9 @@ def generate_benchmark(
     """A seeded benchmark: ``n_dissatisfied`` faulty traces (categories in turn) and ``n_control`` clean ones."""
     dom = get_domain(domain) if isinstance(domain, str) else domain
     if n_dissatisfied < 0 or n_control < 0:
-        raise ValueError(f"trace counts must be >= 0, got n_dissatisfied={n_dissatisfied}, n_control={n_control}")
+        raise ValueError(
+            f"trace counts must be >= 0, got n_dissatisfied={n_dissatisfied}, n_control={n_control}"
+        )
     base = base_files(dom, seed)
     traces = [_dissatisfied(dom, seed, i, base) for i in range(n_dissatisfied)]
     traces += [_control(dom, seed, j, base) for j in range(n_control)]
@@ -177,7 +179,15 @@ def _kb_stale(dom: Domain, rng: random.Random, base: dict[str, str]) -> _Scenari
             extra=False,
         )
         changes = {path: current, dup_path: dup}
-        faulty, fix = dup_path, ExpectedFix(operation=Operation.DELETE, target_path=dup_path, authoritative_source=path, authority_rule=rule)
+        faulty, fix = (
+            dup_path,
+            ExpectedFix(
+                operation=Operation.DELETE,
+                target_path=dup_path,
+                authoritative_source=path,
+                authority_rule=rule,
+            ),
+        )
     else:
         changes = {path: healthy.replace(right_claim, stale_claim)}
         faulty = path
@@ -187,19 +197,27 @@ def _kb_stale(dom: Domain, rng: random.Random, base: dict[str, str]) -> _Scenari
             year = int(str(meta["modified"])[:4]) + 1
             month = rng.choice(["January", "February", "March", "April", "May", "June"])
             ann_path = f"kb/announcements/{fact.section}-update-{month.lower()}-{year}.md"
-            ann = front(
-                {
-                    "id": f"ann-{fact.section}-{month.lower()}-{year}",
-                    "title": f"{fact.section.capitalize()} update, {month} {year}",
-                    "modified": f"{year}-{dt.datetime.strptime(month, '%B').month:02d}-01",
-                    "author": _pick(rng, list(AUTHORS)),
-                    "status": "official",
-                    "owner": "communications",
-                    "level": "department",
-                }
-            ) + f"# {fact.section.capitalize()} update, {month} {year}\n\nEffective {month} 1, {year}: {right_claim[0].lower() + right_claim[1:]}\n"
+            ann = (
+                front(
+                    {
+                        "id": f"ann-{fact.section}-{month.lower()}-{year}",
+                        "title": f"{fact.section.capitalize()} update, {month} {year}",
+                        "modified": f"{year}-{dt.datetime.strptime(month, '%B').month:02d}-01",
+                        "author": _pick(rng, list(AUTHORS)),
+                        "status": "official",
+                        "owner": "communications",
+                        "level": "department",
+                    }
+                )
+                + f"# {fact.section.capitalize()} update, {month} {year}\n\nEffective {month} 1, {year}: {right_claim[0].lower() + right_claim[1:]}\n"
+            )
             changes[ann_path] = ann
-            fix = ExpectedFix(operation=Operation.UPDATE, target_path=path, authoritative_source=ann_path, authority_rule="recency")
+            fix = ExpectedFix(
+                operation=Operation.UPDATE,
+                target_path=path,
+                authoritative_source=ann_path,
+                authority_rule="recency",
+            )
         else:
             variant = "update"
             fix = ExpectedFix(operation=Operation.UPDATE, target_path=path)
@@ -230,7 +248,9 @@ def _kb_stale(dom: Domain, rng: random.Random, base: dict[str, str]) -> _Scenari
         avoid={faulty},
         description=f"{faulty} states the {fact.subject} as {stale} (now {fact.value})",
     )
-    correction = str(_pick(rng, phr.stale_corrections)).format(expected=fact.value, got=stale, subject=fact.subject)
+    correction = str(_pick(rng, phr.stale_corrections)).format(
+        expected=fact.value, got=stale, subject=fact.subject
+    )
 
     def core(b: SessionBuilder) -> None:
         if earlier:
@@ -320,7 +340,12 @@ def _retrieval_failure(dom: Domain, rng: random.Random, base: dict[str, str]) ->
         faulty_path=fact_path(decoy),
         faulty_text=decoy.value,
         correct_text=fact.value,
-        fix=ExpectedFix(operation=Operation.UPDATE, target_path=fact_path(fact), authoritative_source=fact_path(fact), authority_rule="only"),
+        fix=ExpectedFix(
+            operation=Operation.UPDATE,
+            target_path=fact_path(fact),
+            authoritative_source=fact_path(fact),
+            authority_rule="only",
+        ),
         core=lambda b: None,
         ack=str(_pick(rng, phr.acknowledgements)).format(subject=fact.subject, expected=fact.value),
         avoid={fact_path(decoy), fact_path(fact)},
@@ -353,18 +378,26 @@ def _skill_stale(dom: Domain, rng: random.Random, base: dict[str, str]) -> _Scen
     if rng.random() < 0.5:
         policy_path = f"kb/policies/{skill.name}.md"
         claim = skill.claim.format(value=skill.value)
-        changes[policy_path] = front(
-            {
-                "id": f"policy-{skill.name}",
-                "title": f"{skill.title} policy",
-                "modified": "2025-02-03",
-                "author": _pick(rng, list(AUTHORS)),
-                "status": "official",
-                "owner": "compliance",
-                "level": "organization",
-            }
-        ) + f"# {skill.title} policy\n\n{claim}\n"
-        fix = ExpectedFix(operation=Operation.UPDATE, target_path=path, authoritative_source=policy_path, authority_rule="hierarchy")
+        changes[policy_path] = (
+            front(
+                {
+                    "id": f"policy-{skill.name}",
+                    "title": f"{skill.title} policy",
+                    "modified": "2025-02-03",
+                    "author": _pick(rng, list(AUTHORS)),
+                    "status": "official",
+                    "owner": "compliance",
+                    "level": "organization",
+                }
+            )
+            + f"# {skill.title} policy\n\n{claim}\n"
+        )
+        fix = ExpectedFix(
+            operation=Operation.UPDATE,
+            target_path=path,
+            authoritative_source=policy_path,
+            authority_rule="hierarchy",
+        )
         variant = "skill+policy"
     phr = dom.phrasing
     question = str(_pick(rng, skill.questions))
@@ -413,7 +446,9 @@ def _tool_error(dom: Domain, rng: random.Random, base: dict[str, str]) -> _Scena
     request = str(_pick(rng, tool.requests))
     retry = rng.random() < 0.4
     reasoning = rng.random() < 0.5
-    error = tool.error.format(wrong=wrong, right=tool.right)
+    error = tool.error.replace("{wrong}", wrong).replace(
+        "{right}", tool.right
+    )  # errors may contain JSON braces
     sc = _Scenario(
         category=FaultCategory.TOOL_PROMPT_ERROR,
         variant="tool" + ("+retry" if retry else ""),
@@ -499,7 +534,9 @@ class _Filler:
     opener: str
 
 
-def _fillers(dom: Domain, rng: random.Random, ws: Workspace, avoid: set[str], exclude: set[str]) -> list[_Filler]:
+def _fillers(
+    dom: Domain, rng: random.Random, ws: Workspace, avoid: set[str], exclude: set[str]
+) -> list[_Filler]:
     """Normal question-and-answer turns about healthy facts whose search does not touch ``avoid``."""
     out = []
     facts = [f for f in dom.facts if f.key not in exclude]
@@ -512,7 +549,15 @@ def _fillers(dom: Domain, rng: random.Random, ws: Workspace, avoid: set[str], ex
         for query in _query(rng, fact.subject, question):
             hits = [h.path for h in ws.search_kb(query, k=3)]
             if hits and hits[0] == path and not (set(hits) & avoid):
-                out.append(_Filler(fact, question, query, rng.random() < 0.4, str(_pick(rng, dom.phrasing.control_openers))))
+                out.append(
+                    _Filler(
+                        fact,
+                        question,
+                        query,
+                        rng.random() < 0.4,
+                        str(_pick(rng, dom.phrasing.control_openers)),
+                    )
+                )
                 break
     return out
 
@@ -525,7 +570,9 @@ def _qa(b: SessionBuilder, rng: random.Random, dom: Domain, f: _Filler, *, first
     b.agent(_answer(rng, dom, f.fact.claim.format(value=f.fact.value)))
 
 
-def _plans(core_size: int, tier: int, n_fillers: int, post_options: dict[str, int]) -> list[tuple[tuple[int, ...], str]]:
+def _plans(
+    core_size: int, tier: int, n_fillers: int, post_options: dict[str, int]
+) -> list[tuple[tuple[int, ...], str]]:
     """(pre-filler sizes, post option) combinations whose total lands in the tier's range."""
     lo, hi = TIERS[tier]
     plans = []
@@ -630,11 +677,18 @@ def _ground_truth(dom: Domain, seed: int, sid: str, tier: int, conv, sc: _Scenar
     start = conv.index(root.id)
     propagation = []
     for n in nodes[start + 1 : boundary]:
-        if n.type in (NodeType.KB_RETRIEVAL, NodeType.SKILL_LOOKUP, NodeType.TOOL_CALL) and sc.faulty_path in n.sources:
+        if (
+            n.type in (NodeType.KB_RETRIEVAL, NodeType.SKILL_LOOKUP, NodeType.TOOL_CALL)
+            and sc.faulty_path in n.sources
+        ):
             propagation.append(n.id)
         elif n.type in (NodeType.AGENT, NodeType.REASONING) and n.turn == sc.fault_turn:
             propagation.append(n.id)
-    attributions = {root.id: 1.0} if not propagation else {root.id: 0.6, **{p: round(0.4 / len(propagation), 6) for p in propagation}}
+    attributions = (
+        {root.id: 1.0}
+        if not propagation
+        else {root.id: 0.6, **{p: round(0.4 / len(propagation), 6) for p in propagation}}
+    )
     fault = FaultSpec(
         category=sc.category,
         variant=sc.variant,
@@ -655,14 +709,24 @@ def _ground_truth(dom: Domain, seed: int, sid: str, tier: int, conv, sc: _Scenar
         root_node_id=root.id,
         attributions=attributions,
         component_type=CATEGORY_COMPONENT[sc.category],
-        component_path=sc.fix.target_path if sc.category in (FaultCategory.KB_CONTENT_GAP, FaultCategory.RETRIEVAL_FAILURE) else sc.faulty_path,
+        component_path=sc.fix.target_path
+        if sc.category in (FaultCategory.KB_CONTENT_GAP, FaultCategory.RETRIEVAL_FAILURE)
+        else sc.faulty_path,
         fix=sc.fix,
     )
 
 
 # --- controls ---------------------------------------------------------------------------------
 
-_POST_CONTROL = {"none": 0, "thanks": 1, "thanks+welcome": 2, "filler3": 3, "filler4": 4, "filler3+thanks": 4, "filler4+thanks": 5}
+_POST_CONTROL = {
+    "none": 0,
+    "thanks": 1,
+    "thanks+welcome": 2,
+    "filler3": 3,
+    "filler4": 4,
+    "filler3+thanks": 4,
+    "filler4+thanks": 5,
+}
 
 
 def _control(dom: Domain, seed: int, j: int, base: dict[str, str]) -> SimTrace:
@@ -699,43 +763,47 @@ def _control(dom: Domain, seed: int, j: int, base: dict[str, str]) -> SimTrace:
         if "welcome" in post:
             b.agent(str(_pick(rng, dom.phrasing.welcome)))
         conv = b.build()
-        gt = GroundTruth(trace_id=sid, domain=dom.name, seed=seed, dissatisfied=False, tier=tier, n_nodes=len(conv.nodes))
+        gt = GroundTruth(
+            trace_id=sid, domain=dom.name, seed=seed, dissatisfied=False, tier=tier, n_nodes=len(conv.nodes)
+        )
         return SimTrace(conversation=conv, ground_truth=gt)
     raise GenerationError(f"could not build a control trace of tier {tier} for domain {dom.name!r}")
 
 
-def _control_core(dom: Domain, rng: random.Random, ws: Workspace, kind: str) -> tuple[Callable[[SessionBuilder], None], set[str]]:
+def _control_core(
+    dom: Domain, rng: random.Random, ws: Workspace, kind: str
+) -> tuple[Callable[[SessionBuilder], None], set[str]]:
     phr = dom.phrasing
     if kind == "skill":
         skill: Skill = _pick(rng, dom.skills)  # type: ignore[assignment]
         question = str(_pick(rng, skill.questions))
 
-        def core(b: SessionBuilder) -> None:
+        def skill_core(b: SessionBuilder) -> None:
             b.user(question)
             b.read_skill(skill.name, skill_path(skill))
             b.agent(_answer(rng, dom, skill.claim.format(value=skill.value)))
 
-        return core, set()
+        return skill_core, set()
     if kind == "tool":
         tool: Tool = _pick(rng, dom.tools)  # type: ignore[assignment]
         request = str(_pick(rng, tool.requests))
 
-        def core(b: SessionBuilder) -> None:
+        def tool_core(b: SessionBuilder) -> None:
             b.user(request)
             b.reasoning(f"I'll use {tool.name} for this.")
             b.call_tool(tool.name, _tool_args(tool, tool.right), tool.success, error=False)
             b.agent(tool.done_reply)
 
-        return core, set()
+        return tool_core, set()
     if kind == "policy":
         policy = dom.policies[rng.randrange(len(dom.policies))]
         question = str(_pick(rng, policy.questions))
 
-        def core(b: SessionBuilder) -> None:
+        def policy_core(b: SessionBuilder) -> None:
             b.user(question)
             b.agent(policy.good_reply)
 
-        return core, set()
+        return policy_core, set()
     fact: Fact = _pick(rng, dom.facts)  # type: ignore[assignment]
     question = str(_pick(rng, fact.questions))
     query = _query(rng, fact.subject, question)[0]

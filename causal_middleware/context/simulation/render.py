@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from collections.abc import Mapping
 
 from causal_middleware.context.simulation.domain import Domain, Fact, Skill, Tool
 from causal_middleware.context.workspace import SYSTEM_PROMPT_PATH, tool_prompt_path
@@ -24,7 +25,7 @@ def date(rng: random.Random, start: dt.date, end: dt.date) -> str:
     return (start + dt.timedelta(days=rng.randrange(max(days, 1)))).isoformat()
 
 
-def front(meta: dict[str, object]) -> str:
+def front(meta: Mapping[str, object]) -> str:
     lines = ["---"]
     for k, v in meta.items():
         if v is None:
@@ -100,9 +101,13 @@ def base_files(domain: Domain, seed: int) -> dict[str, str]:
     rng = random.Random(f"{domain.name}:{seed}:base")
     files = {SYSTEM_PROMPT_PATH: render_system_prompt(domain)}
     for tool in domain.tools:
-        files[tool_prompt_path(tool.name)] = render_tool(tool, tool.right, modified=date(rng, dt.date(2024, 1, 1), dt.date(2024, 12, 31)))
+        files[tool_prompt_path(tool.name)] = render_tool(
+            tool, tool.right, modified=date(rng, dt.date(2024, 1, 1), dt.date(2024, 12, 31))
+        )
     for skill in domain.skills:
-        files[skill_path(skill)] = render_skill(skill, skill.value, modified=date(rng, dt.date(2023, 1, 1), dt.date(2023, 12, 31)))
+        files[skill_path(skill)] = render_skill(
+            skill, skill.value, modified=date(rng, dt.date(2023, 1, 1), dt.date(2023, 12, 31))
+        )
     for fact in domain.facts:
         files[fact_path(fact)] = render_fact(
             fact,

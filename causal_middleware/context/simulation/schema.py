@@ -17,7 +17,9 @@ class FaultSpec(BaseModel):
 
     category: FaultCategory
     variant: str = Field(description="e.g. update, announcement, delete:status, gap, alias, ...")
-    faulty_path: str | None = Field(description="the source holding the faulty content (None: content missing)")
+    faulty_path: str | None = Field(
+        description="the source holding the faulty content (None: content missing)"
+    )
     faulty_text: str | None = Field(default=None, description="the wrong value as it appears in faulty_path")
     correct_text: str = Field(description="the value or rule that should have been used")
     fault_turn: int = Field(description="turn of the question the fault broke")
@@ -27,7 +29,9 @@ class FaultSpec(BaseModel):
 class ExpectedFix(BaseModel):
     operation: Operation
     target_path: str
-    authoritative_source: str | None = Field(default=None, description="a workspace path; None: the user's word")
+    authoritative_source: str | None = Field(
+        default=None, description="a workspace path; None: the user's word"
+    )
     authority_rule: str | None = None
     classification: Classification = Classification.SYSTEMIC
 
@@ -51,7 +55,8 @@ class SimTrace(BaseModel):
     conversation: Conversation
     ground_truth: GroundTruth
     workspace_changes: dict[str, str | None] = Field(
-        default_factory=dict, description="files added/replaced (text) or removed (None) vs the base workspace"
+        default_factory=dict,
+        description="files added/replaced (text) or removed (None) vs the base workspace",
     )
 
 

@@ -26,7 +26,12 @@ class SessionBuilder:
         return node
 
     def system(self) -> ConversationNode:
-        return self._add(NodeType.SYSTEM_PROMPT, output=self.ws.read(SYSTEM_PROMPT_PATH), source=SYSTEM_PROMPT_PATH, name="system_prompt")
+        return self._add(
+            NodeType.SYSTEM_PROMPT,
+            output=self.ws.read(SYSTEM_PROMPT_PATH),
+            source=SYSTEM_PROMPT_PATH,
+            name="system_prompt",
+        )
 
     def user(self, text: str) -> ConversationNode:
         self.turn += 1
@@ -46,7 +51,10 @@ class SessionBuilder:
             content=json.dumps({"query": query}),
             output=format_hits(hits),
             source=hits[0].path if hits else None,
-            documents=[RetrievedDoc(path=h.path, id=h.id, title=h.title, score=h.score, content=h.content) for h in hits],
+            documents=[
+                RetrievedDoc(path=h.path, id=h.id, title=h.title, score=h.score, content=h.content)
+                for h in hits
+            ],
         )
         return node, hits
 
@@ -62,7 +70,13 @@ class SessionBuilder:
         )
 
     def read_skill(self, name: str, path: str) -> ConversationNode:
-        return self._add(NodeType.SKILL_LOOKUP, name="read_skill", content=json.dumps({"name": name}), output=self.ws.read(path), source=path)
+        return self._add(
+            NodeType.SKILL_LOOKUP,
+            name="read_skill",
+            content=json.dumps({"name": name}),
+            output=self.ws.read(path),
+            source=path,
+        )
 
     def call_tool(self, name: str, args: dict[str, str], output: str, *, error: bool) -> ConversationNode:
         return self._add(

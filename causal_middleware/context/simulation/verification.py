@@ -79,7 +79,9 @@ def verify_benchmark(benchmark: Benchmark) -> VerificationReport:
             else:
                 summary.failed += 1
                 summary.failures.append(f"{trace.ground_truth.trace_id}: {result.detail}")
-    return VerificationReport(domain=benchmark.domain, seed=benchmark.seed, n_traces=len(benchmark.traces), checks=checks)
+    return VerificationReport(
+        domain=benchmark.domain, seed=benchmark.seed, n_traces=len(benchmark.traces), checks=checks
+    )
 
 
 def _ok(detail: str = "") -> CheckResult:
@@ -93,7 +95,9 @@ def _fail(detail: str) -> CheckResult:
 def _outputs(trace: SimTrace, ws: Workspace) -> CheckResult:
     checked = 0
     for n in trace.conversation.nodes:
-        if n.type in (NodeType.SYSTEM_PROMPT, NodeType.SKILL_LOOKUP) or (n.type == NodeType.KB_RETRIEVAL and n.name == "read_kb_entry"):
+        if n.type in (NodeType.SYSTEM_PROMPT, NodeType.SKILL_LOOKUP) or (
+            n.type == NodeType.KB_RETRIEVAL and n.name == "read_kb_entry"
+        ):
             if not n.source or not ws.exists(n.source):
                 return _fail(f"node {n.id} read {n.source!r}, which is not in the workspace")
             if n.output != ws.read(n.source):
@@ -111,9 +115,17 @@ def _outputs(trace: SimTrace, ws: Workspace) -> CheckResult:
 def _annotation(trace: SimTrace) -> CheckResult:
     gt = trace.ground_truth
     if gt.dissatisfied:
-        missing = [k for k, v in (("fault", gt.fault), ("root_node_id", gt.root_node_id), ("fix", gt.fix)) if v is None]
+        missing = [
+            k
+            for k, v in (("fault", gt.fault), ("root_node_id", gt.root_node_id), ("fix", gt.fix))
+            if v is None
+        ]
         return _fail("dissatisfied trace without " + ", ".join(missing)) if missing else _ok()
-    present = [k for k, v in (("fault", gt.fault), ("root_node_id", gt.root_node_id), ("fix", gt.fix)) if v is not None]
+    present = [
+        k
+        for k, v in (("fault", gt.fault), ("root_node_id", gt.root_node_id), ("fix", gt.fix))
+        if v is not None
+    ]
     return _fail("control trace with " + ", ".join(present)) if present else _ok()
 
 
@@ -157,21 +169,35 @@ def _first_faulty(trace: SimTrace) -> CheckResult:
         first = next((n for n in conv.nodes if fault.faulty_path in n.sources), None)
         if first is None:
             return _fail(f"no node retrieved {fault.faulty_path}")
-        if fault.faulty_text and first.type != NodeType.TOOL_CALL and not contains(first.output, fault.faulty_text):
-            return _fail(f"first node {first.id} reading {fault.faulty_path} does not carry {fault.faulty_text!r}")
+        if (
+            fault.faulty_text
+            and first.type != NodeType.TOOL_CALL
+            and not contains(first.output, fault.faulty_text)
+        ):
+            return _fail(
+                f"first node {first.id} reading {fault.faulty_path} does not carry {fault.faulty_text!r}"
+            )
     else:
-        first = next((n for n in conv.nodes if n.type == NodeType.KB_RETRIEVAL and n.turn == fault.fault_turn), None)
+        first = next(
+            (n for n in conv.nodes if n.type == NodeType.KB_RETRIEVAL and n.turn == fault.fault_turn), None
+        )
         if first is None:
             return _fail(f"no knowledge-base retrieval in fault turn {fault.fault_turn}")
     if first.id != gt.root_node_id:
-        return _fail(f"root is {gt.root_node_id} but the first node retrieving the faulty content is {first.id}")
+        return _fail(
+            f"root is {gt.root_node_id} but the first node retrieving the faulty content is {first.id}"
+        )
     return _ok()
 
 
 def _attributions(trace: SimTrace) -> CheckResult:
     gt = trace.ground_truth
     if not gt.dissatisfied:
-        return _ok("control: no attributions") if not gt.attributions else _fail("control trace with attributions")
+        return (
+            _ok("control: no attributions")
+            if not gt.attributions
+            else _fail("control trace with attributions")
+        )
     total = sum(gt.attributions.values())
     if abs(total - 1.0) > TOLERANCE:
         return _fail(f"attributions sum to {total:.3f}")

@@ -36,7 +36,13 @@ from causal_middleware.spans.model import Document, Intervention, Trajectory
 from causal_middleware.store.base import SpanStore
 from causal_middleware.world.model import Dataset, Question
 
-from .graph import DEFAULT_BUDGET, REFERENCE_ANSWER_NODES, REFERENCE_HOP_NODES, build_reference_agent, make_index
+from .graph import (
+    DEFAULT_BUDGET,
+    REFERENCE_ANSWER_NODES,
+    REFERENCE_HOP_NODES,
+    build_reference_agent,
+    make_index,
+)
 from .state import EvidenceDocument, answer_now_update, evidence_update, fact_update, subquery_update
 
 __all__ = ["ReferenceAgentAdapter", "reference_sweep_environment", "to_evidence"]
@@ -72,7 +78,9 @@ class ReferenceAgentAdapter:
             ) from exc
         nodes = [s.node for s in steps if s.kind == "node"]
         if node not in nodes:
-            raise ValueError(f"hop {hop} of run {trajectory.run_id} has no {node!r} step (its nodes: {nodes})")
+            raise ValueError(
+                f"hop {hop} of run {trajectory.run_id} has no {node!r} step (its nodes: {nodes})"
+            )
 
     def evidence_update(self, trajectory: Trajectory, hop: int, documents: list[Document]) -> Intervention:
         """``retrieve`` at ``hop`` returns ``documents`` (``[]``: an empty retrieval)."""
@@ -133,6 +141,9 @@ def reference_sweep_environment(
     index = make_index(retriever, dataset) if isinstance(retriever, str) else retriever
     if not isinstance(index, Index):
         raise TypeError(f"retriever must be 'bm25', 'dense' or an Index, got {type(retriever).__name__}")
+    # Build lazily-built indexes (BM25 on bm25s) now, in this thread: the sweep's worker threads
+    # would otherwise race on the first search, and a search racing the build returns no hits.
+    index.search("warm up the index", 1)
     scoped = ScopedIndex(index)
     if model is None:
         if all(q.dataset == "world" for q in dataset.questions):
@@ -147,7 +158,9 @@ def reference_sweep_environment(
         checkpointer = SqliteSaver(connection)
     else:
         checkpointer = InMemorySaver()
-    agent = build_reference_agent(IndexRetriever(index=scoped, k=k), model, budget=budget, checkpointer=checkpointer)
+    agent = build_reference_agent(
+        IndexRetriever(index=scoped, k=k), model, budget=budget, checkpointer=checkpointer
+    )
     graph = instrument(agent, store=store, hop_nodes=REFERENCE_HOP_NODES, answer_nodes=REFERENCE_ANSWER_NODES)
     replayer = Replayer(graph, max_concurrency=max_concurrency)
 

@@ -64,7 +64,7 @@ def build_reference_agent(
         raise TypeError(f"model must be a LangChain BaseChatModel, got {type(model).__name__}")
     if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
         raise ValueError(f"budget must be a positive integer (searches per question), got {budget!r}")
-    builder = StateGraph(AgentState, input_schema=AgentInput)
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(AgentState, input_schema=AgentInput)
     builder.add_node("decide", make_decide(model, budget))
     builder.add_node("retrieve", make_retrieve(retriever))
     builder.add_node("read", make_read(model))

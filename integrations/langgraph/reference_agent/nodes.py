@@ -6,8 +6,7 @@ what static hop inference looks for).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
@@ -15,7 +14,11 @@ from langchain_core.retrievers import BaseRetriever
 from . import prompts
 from .state import AgentState, document_to_dict, fact_update
 
-Node = Callable[[AgentState], dict[str, Any]]
+
+class Node(Protocol):
+    """A node function (LangGraph matches node callables by this signature, ``state`` included)."""
+
+    def __call__(self, state: AgentState) -> dict[str, Any]: ...
 
 
 def message_text(message: Any) -> str:

@@ -9,7 +9,7 @@ reads, so change both together (``tests/agent`` runs them end to end).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -62,7 +62,7 @@ NO_EVIDENCE = "(no documents were retrieved)"
 NOT_FOUND = "NOT FOUND"
 
 
-def format_facts(hops: Sequence[dict[str, Any]]) -> str:
+def format_facts(hops: Sequence[Mapping[str, Any]]) -> str:
     """One numbered line per search made: ``N. <sub-query> -> <fact or NOT FOUND>`` plus notes."""
     if not hops:
         return NO_FACTS
@@ -77,7 +77,7 @@ def format_facts(hops: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def format_evidence(documents: Sequence[dict[str, Any]]) -> str:
+def format_evidence(documents: Sequence[Mapping[str, Any]]) -> str:
     """One line per document: ``[rank] <title> (id <id>): <text>``."""
     if not documents:
         return NO_EVIDENCE
@@ -92,14 +92,14 @@ def _one_line(text: str) -> str:
 
 
 def decide_messages(
-    question: str, hops: Sequence[dict[str, Any]], used: int, budget: int
+    question: str, hops: Sequence[Mapping[str, Any]], used: int, budget: int
 ) -> list[BaseMessage]:
     body = DECIDE.format(question=_one_line(question), facts=format_facts(hops), used=used, budget=budget)
     return [SystemMessage(SYSTEM), HumanMessage(body)]
 
 
 def read_messages(
-    question: str, hops: Sequence[dict[str, Any]], sub_query: str, documents: Sequence[dict[str, Any]]
+    question: str, hops: Sequence[Mapping[str, Any]], sub_query: str, documents: Sequence[Mapping[str, Any]]
 ) -> list[BaseMessage]:
     body = READ.format(
         question=_one_line(question),
@@ -110,14 +110,14 @@ def read_messages(
     return [SystemMessage(SYSTEM), HumanMessage(body)]
 
 
-def answer_messages(question: str, hops: Sequence[dict[str, Any]]) -> list[BaseMessage]:
+def answer_messages(question: str, hops: Sequence[Mapping[str, Any]]) -> list[BaseMessage]:
     body = ANSWER.format(question=_one_line(question), facts=format_facts(hops))
     return [SystemMessage(SYSTEM), HumanMessage(body)]
 
 
 # --- reply parsers -------------------------------------------------------------------------
 _LINE = re.compile(
-    r"^\s*\**\s*(?P<key>SUBQUERY|ANSWER|FACT|NOTE)\s*\**\s*:\s*(?P<value>.*?)\s*$", re.I | re.M
+    r"^\s*\**\s*(?P<key>SUBQUERY|ANSWER|FACT|NOTE)\s*\**\s*:\s*\**\s*(?P<value>.*?)\s*\**\s*$", re.I | re.M
 )
 _NONE_VALUES = frozenset({"none", "not found", "unknown", "n/a", ""})
 

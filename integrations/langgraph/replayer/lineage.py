@@ -15,6 +15,7 @@ from causal_middleware.replay.protocol import SuffixMode
 from causal_middleware.spans.model import Intervention, Lineage
 
 from ..extract import to_json
+from ..handler import HOP_OFFSET_METADATA_KEY
 
 __all__ = ["build_lineage", "jsonable", "run_metadata"]
 
@@ -59,8 +60,15 @@ def build_lineage(
 
 
 def run_metadata(lineage: Lineage, labels: dict[str, Any], reference: str | None) -> dict[str, Any]:
-    """``config["metadata"]`` for the fork run (keys the instrumentation turns into run attributes)."""
-    metadata: dict[str, Any] = {"causal_lineage": lineage.model_dump(mode="json"), "causal_labels": labels}
+    """``config["metadata"]`` for the fork run (keys the instrumentation turns into run attributes).
+
+    The hop offset makes the fork's own hops continue from the fork hop (own hop 1 = fork hop + 1).
+    """
+    metadata: dict[str, Any] = {
+        "causal_lineage": lineage.model_dump(mode="json"),
+        "causal_labels": labels,
+        HOP_OFFSET_METADATA_KEY: lineage.fork_hop or 0,
+    }
     if reference is not None:
         metadata["causal_reference"] = reference
     return metadata

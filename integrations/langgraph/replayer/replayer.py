@@ -11,14 +11,13 @@ from __future__ import annotations
 import asyncio
 import copy
 import threading
+import weakref
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph.errors import InvalidUpdateError
-from langgraph.types import Overwrite, StateUpdate
+from langgraph.types import StateUpdate
 
 from causal_middleware.replay.determinism import (
     DeterminismReport,
@@ -26,60 +25,32 @@ from causal_middleware.replay.determinism import (
     determinism_settings,
 )
 from causal_middleware.replay.errors import ReplayError
-from causal_middleware.replay.policy import ForkPolicy, RecordedCall, fork_policy
+from causal_middleware.replay.policy import ForkPolicy, fork_policy
 from causal_middleware.replay.protocol import SuffixMode
 from causal_middleware.replay.request import ForkPoint, ForkRequest
 from causal_middleware.replay.stitch import (
     BRANCH_CHECKPOINT_LABEL,
-    HOPS_OFFSET_LABEL,
     INTERVENED,
     REPLAYED,
     at_root,
     is_stitched,
     stitch_fork,
 )
-from causal_middleware.spans.model import Lineage, NodeStep, Trajectory
+from causal_middleware.spans.model import NodeStep, Trajectory
 from causal_middleware.store.base import SpanStore
 
 from ..instrument import InstrumentedGraph
-from .branch import Branch, aread_branch, checkpoint_config, read_branch
+from .branch import Branch, aread_branch, read_branch
 from .emit import emit_replay_run
 from .frozen import SuffixOverride
-from .lineage import build_lineage, run_metadata
+from .lineage import run_metadata
 from .locate import LEAF_LABEL, find_leaf_in_history, leaf_checkpoint_id, pre_checkpoint, select_fork_step
+from .plan import ForkPlan, awrite_fork, make_plan, write_fork
 from .side_effects import guard_graph_tools
 
 __all__ = ["Replayer"]
 
-MODES = ("regenerate", "frozen", "replay")
 _UPDATE_CACHE = 4096
-
-
-@dataclass
-class _Plan:
-    """Everything decided before the fork is written: the parent, the fork point, the new output."""
-
-    request: ForkRequest
-    parent: Trajectory
-    thread_id: str
-    fork_step: NodeStep
-    pre: Any
-    branch: Branch
-    new_output: Any
-    update_values: Any
-    lineage: Lineage
-    rerun: frozenset[str]
-    side_effecting_nodes: frozenset[str]
-    recorded_tools: list[RecordedCall]
-    labels: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def node(self) -> str:
-        return str(self.fork_step.node)
-
-    @property
-    def langgraph_step(self) -> int:
-        return int(self.fork_step.langgraph_step or 0)
 
 
 class Replayer:
@@ -132,7 +103,9 @@ class Replayer:
         self._info_answer_nodes = frozenset(info.answer_nodes)
         self.guarded_tools = guard_graph_tools(graph.original_graph, self.side_effecting)
         self._slots = threading.BoundedSemaphore(max_concurrency)
-        self._async_slots: dict[int, asyncio.Semaphore] = {}
+        self._async_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
         self._lock = threading.Lock()
         self._updates: OrderedDict[str, tuple[str, Any]] = OrderedDict()
 
@@ -385,6 +358,21 @@ class Replayer:
             stop_at=stop_at,
         )
 
+    def _plan(
+        self, request: ForkRequest, parent: Trajectory, thread_id: str, fork_step: NodeStep, branch: Branch
+    ) -> ForkPlan:
+        return make_plan(
+            request,
+            parent,
+            self._fork_point(parent, thread_id, fork_step, branch),
+            fork_step,
+            branch,
+            channels=getattr(self.graph.graph, "channels", None) or {},
+            node_names=self._node_names,
+            side_effecting=self.side_effecting,
+            answer_nodes=self._answer_nodes if self._answer_nodes is not None else self._info_answer_nodes,
+        )
+
     def _fork_point(
         self, parent: Trajectory, thread_id: str, fork_step: NodeStep, branch: Branch
     ) -> ForkPoint:
@@ -401,111 +389,15 @@ class Replayer:
             recorded_output=recorded.output if recorded is not None else None,
         )
 
-    def _plan(
-        self, request: ForkRequest, parent: Trajectory, thread_id: str, fork_step: NodeStep, branch: Branch
-    ) -> _Plan:
-        point = self._fork_point(parent, thread_id, fork_step, branch)
-        pre = branch.snapshot(point.checkpoint_id)
-        recorded = branch.output_of(point.node, point.langgraph_step)
-        if recorded is None and request.values is None and request.update is None:
-            raise ReplayError(
-                f"run {parent.run_id} has no recorded output for node {point.node!r} at step "
-                f"{point.langgraph_step} (did it fail?); pass values= to say what it should return"
-            )
-        new_output = _new_output(recorded.output if recorded is not None else None, request)
-        self._check_keys(new_output, point.node)
-        update_values = _with_overwrites(new_output, request.overwrite)
-        kind = request.intervention_kind
-        if kind == "replace" and request.values is None and request.update is None:
-            kind = "identity"
-        lineage = build_lineage(
-            parent_run_id=parent.run_id,
-            checkpoint_id=point.checkpoint_id,
-            node=point.node,
-            langgraph_step=point.langgraph_step,
-            hop=point.hop,
-            mode=request.mode,
-            new_output=new_output,
-            kind=kind,
-            description=_describe(request),
-        )
-        rerun = self._rerun_set(request, parent)
-        side_nodes = frozenset(
-            str(s.node) for s in parent.steps if s.kind == "node" and s.side_effecting and s.node
-        ) | (self.side_effecting & self._node_names)
-        tools = [
-            RecordedCall(name=s.tool_name, args=s.args, output=s.output, langgraph_step=s.langgraph_step)
-            for s in parent.steps
-            if s.kind == "tool" and (s.langgraph_step or 0) > point.langgraph_step
-        ]
-        labels: dict[str, Any] = {
-            **(request.labels or {}),
-            "replay.mode": request.mode,
-            HOPS_OFFSET_LABEL: False,
-            "replay.determinism": determinism_settings(parent).model_dump(mode="json"),
-        }
-        if request.mode == "frozen":
-            labels["replay.rerun"] = sorted(rerun)
-        return _Plan(
-            request=request,
-            parent=parent,
-            thread_id=thread_id,
-            fork_step=fork_step,
-            pre=pre,
-            branch=branch,
-            new_output=new_output,
-            update_values=update_values,
-            lineage=lineage,
-            rerun=rerun,
-            side_effecting_nodes=side_nodes,
-            recorded_tools=tools,
-            labels=labels,
-        )
-
-    def _check_keys(self, new_output: Any, node: str) -> None:
-        # LangGraph silently drops writes to unknown channels; a typo would make a no-op fork.
-        if not isinstance(new_output, Mapping):
-            return
-        channels = getattr(self.graph.graph, "channels", None) or {}
-        known = {k for k in channels if not k.startswith(("branch:", "__"))}
-        unknown = sorted(str(k) for k in new_output if k not in known)
-        if known and unknown:
-            raise ReplayError(
-                f"the new output of node {node!r} names unknown state key(s) {unknown}; "
-                f"the graph's state keys are {sorted(known)}"
-            )
-
-    def _rerun_set(self, request: ForkRequest, parent: Trajectory) -> frozenset[str]:
-        if request.rerun is not None:
-            unknown = sorted(set(request.rerun) - self._node_names)
-            if unknown:
-                raise ValueError(
-                    f"rerun names unknown node(s) {unknown}; the graph's nodes are {sorted(self._node_names)}"
-                )
-            return frozenset(request.rerun)
-        if self._answer_nodes is not None:
-            return self._answer_nodes
-        if self._info_answer_nodes:
-            return self._info_answer_nodes
-        answered = frozenset(str(s.node) for s in parent.steps if s.kind == "answer" and s.node)
-        if answered:
-            return answered
-        last = max(
-            (s for s in parent.steps if s.kind == "node" and s.langgraph_step is not None and at_root(s)),
-            key=lambda s: s.langgraph_step or 0,
-            default=None,
-        )
-        return frozenset({str(last.node)}) if last is not None else frozenset()
-
     def _run_config(
-        self, plan: _Plan, fork_config: Mapping[str, Any], hook: SuffixOverride
+        self, plan: ForkPlan, fork_config: Mapping[str, Any], hook: SuffixOverride
     ) -> dict[str, Any]:
         return {
             "configurable": {**fork_config["configurable"], "causal_node_override": hook},
             "metadata": run_metadata(plan.lineage, plan.labels, plan.parent.reference),
         }
 
-    def _hook(self, plan: _Plan) -> SuffixOverride:
+    def _hook(self, plan: ForkPlan) -> SuffixOverride:
         return SuffixOverride(
             mode=plan.request.mode,
             recorded=plan.branch.outputs_after(plan.langgraph_step),
@@ -515,14 +407,14 @@ class Replayer:
             allow_side_effects=plan.request.allow_side_effects,
         )
 
-    def _policy(self, plan: _Plan) -> ForkPolicy:
+    def _policy(self, plan: ForkPlan) -> ForkPolicy:
         return ForkPolicy(
             allow_side_effects=plan.request.allow_side_effects,
             recorded=plan.recorded_tools,
             side_effecting=self.side_effecting,
         )
 
-    def _supersteps(self, plan: _Plan) -> list[list[StateUpdate]]:
+    def _supersteps(self, plan: ForkPlan) -> list[list[StateUpdate]]:
         steps: dict[int, list[StateUpdate]] = {}
         for task in plan.branch.outputs_after(plan.langgraph_step):
             steps.setdefault(task.langgraph_step, []).append(
@@ -530,7 +422,7 @@ class Replayer:
             )
         return [steps[k] for k in sorted(steps)]
 
-    def _finish(self, plan: _Plan, own: Trajectory) -> Trajectory:
+    def _finish(self, plan: ForkPlan, own: Trajectory) -> Trajectory:
         if own.lineage is not None and not is_stitched(own):
             return stitch_fork(plan.parent, own)
         return own
@@ -543,7 +435,7 @@ class Replayer:
         branch = self._read_branch(parent, thread_id, stop_at=fork_step.checkpoint_id)
         plan = self._plan(request, parent, thread_id, fork_step, branch)
         graph = self.graph.graph
-        fork_config = _update_state(graph.update_state, plan)
+        fork_config = write_fork(graph.update_state, plan)
         branch_id = str(fork_config["configurable"]["checkpoint_id"])
         self._remember_update(branch_id, plan.node, plan.new_output)
         plan.labels[BRANCH_CHECKPOINT_LABEL] = branch_id
@@ -565,7 +457,7 @@ class Replayer:
             raise error
         return self._finish(plan, self.store.get_trajectory(run_id))
 
-    def _record_replay(self, plan: _Plan, end: Mapping[str, Any], final: Any, n_steps: int) -> Trajectory:
+    def _record_replay(self, plan: ForkPlan, end: Mapping[str, Any], final: Any, n_steps: int) -> Trajectory:
         plan.labels[LEAF_LABEL] = str(end["configurable"]["checkpoint_id"])
         plan.labels["replay.replayed_supersteps"] = n_steps
         run_id = emit_replay_run(
@@ -589,7 +481,7 @@ class Replayer:
         return run_id
 
     def _annotations(
-        self, plan: _Plan, hook: SuffixOverride, policy: ForkPolicy, error: BaseException | None
+        self, plan: ForkPlan, hook: SuffixOverride, policy: ForkPolicy, error: BaseException | None
     ) -> dict[str, Any]:
         labels = {**plan.labels, "replay.suffix": hook.summary(), "replay.side_effects": policy.summary()}
         if error is not None:
@@ -600,9 +492,9 @@ class Replayer:
     def _async_slot(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
         with self._lock:
-            slot = self._async_slots.get(id(loop))
+            slot = self._async_slots.get(loop)
             if slot is None:
-                slot = self._async_slots[id(loop)] = asyncio.Semaphore(self.max_concurrency)
+                slot = self._async_slots[loop] = asyncio.Semaphore(self.max_concurrency)
             return slot
 
     async def _afork(self, request: ForkRequest) -> Trajectory:
@@ -612,7 +504,7 @@ class Replayer:
         branch = await self._aread_branch(parent, thread_id, stop_at=fork_step.checkpoint_id)
         plan = self._plan(request, parent, thread_id, fork_step, branch)
         graph = self.graph.graph
-        fork_config = await _aupdate_state(graph.aupdate_state, plan)
+        fork_config = await awrite_fork(graph.aupdate_state, plan)
         branch_id = str(fork_config["configurable"]["checkpoint_id"])
         self._remember_update(branch_id, plan.node, plan.new_output)
         plan.labels[BRANCH_CHECKPOINT_LABEL] = branch_id
@@ -642,56 +534,3 @@ def _as_request(item: ForkRequest | Mapping[str, Any]) -> ForkRequest:
     if isinstance(item, Mapping):
         return ForkRequest(**item)
     raise TypeError(f"fork requests must be ForkRequest objects or dicts, got {type(item).__name__}")
-
-
-def _new_output(recorded: Any, request: ForkRequest) -> Any:
-    if request.update is not None:
-        if not callable(request.update):
-            raise TypeError("update= must be a callable taking the recorded output and returning the new one")
-        return request.update(copy.deepcopy(recorded))
-    if request.values is not None:
-        base = copy.deepcopy(dict(recorded)) if isinstance(recorded, Mapping) else {}
-        return {**base, **request.values}
-    return copy.deepcopy(recorded)
-
-
-def _with_overwrites(new_output: Any, keys: Sequence[str]) -> Any:
-    if not keys:
-        return new_output
-    if not isinstance(new_output, Mapping):
-        raise ValueError("overwrite= needs the new output to be a dict of state keys")
-    missing = sorted(set(keys) - set(new_output))
-    if missing:
-        raise ValueError(f"overwrite= names keys {missing} that the new output does not set")
-    return {k: Overwrite(v) if k in keys else v for k, v in new_output.items()}
-
-
-def _describe(request: ForkRequest) -> str:
-    if request.update is not None:
-        return f"update={getattr(request.update, '__name__', type(request.update).__name__)}"
-    if request.values is not None:
-        return f"values for {sorted(request.values)}"
-    return "recorded output put back unchanged"
-
-
-def _update_error(plan: _Plan, exc: Exception) -> ReplayError:
-    return ReplayError(
-        f"cannot write the new output of node {plan.node!r} at step {plan.langgraph_step} into the fork: "
-        f"{type(exc).__name__}: {exc}"
-    )
-
-
-def _update_state(update_state: Callable[..., Any], plan: _Plan) -> Any:
-    config = checkpoint_config(plan.thread_id, str(plan.pre.config["configurable"]["checkpoint_id"]))
-    try:
-        return dict(update_state(config, plan.update_values, as_node=plan.node))
-    except (InvalidUpdateError, ValueError, TypeError, KeyError) as exc:
-        raise _update_error(plan, exc) from exc
-
-
-async def _aupdate_state(update_state: Callable[..., Awaitable[Any]], plan: _Plan) -> Any:
-    config = checkpoint_config(plan.thread_id, str(plan.pre.config["configurable"]["checkpoint_id"]))
-    try:
-        return dict(await update_state(config, plan.update_values, as_node=plan.node))
-    except (InvalidUpdateError, ValueError, TypeError, KeyError) as exc:
-        raise _update_error(plan, exc) from exc

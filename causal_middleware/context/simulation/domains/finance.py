@@ -13,7 +13,11 @@ FACTS = [
         claim="The overdraft fee is {value} per item.",
         value="$35",
         stale=["$25", "$30"],
-        questions=["What is the overdraft fee?", "How much is the overdraft fee?", "What's your overdraft fee right now?"],
+        questions=[
+            "What is the overdraft fee?",
+            "How much is the overdraft fee?",
+            "What's your overdraft fee right now?",
+        ],
         extra=[
             "No more than three overdraft fees are charged per business day.",
             "Overdraft protection transfers from a linked savings account are free.",
@@ -40,8 +44,14 @@ FACTS = [
         claim="The outgoing wire transfer fee is {value} for domestic wires.",
         value="$30",
         stale=["$25", "$20"],
-        questions=["What is the outgoing wire transfer fee?", "How much does an outgoing wire transfer cost?"],
-        extra=["Incoming domestic wires are free of charge.", "Wires sent after 4 pm are processed the next business day."],
+        questions=[
+            "What is the outgoing wire transfer fee?",
+            "How much does an outgoing wire transfer cost?",
+        ],
+        extra=[
+            "Incoming domestic wires are free of charge.",
+            "Wires sent after 4 pm are processed the next business day.",
+        ],
         extra_question="What is the cut-off time for sending a wire today?",
         alias_questions=["How much is it to send money abroad?"],
     ),
@@ -65,8 +75,14 @@ FACTS = [
         claim="The monthly maintenance fee on checking accounts is {value}.",
         value="$12",
         stale=["$10", "$8"],
-        questions=["What is the monthly maintenance fee?", "How much is the monthly maintenance fee on checking?"],
-        extra=["The fee is waived with a minimum daily balance of $1,500.", "Student checking has no monthly fee."],
+        questions=[
+            "What is the monthly maintenance fee?",
+            "How much is the monthly maintenance fee on checking?",
+        ],
+        extra=[
+            "The fee is waived with a minimum daily balance of $1,500.",
+            "Student checking has no monthly fee.",
+        ],
         extra_question="How can I get the monthly fee waived?",
         alias_questions=["Do I pay anything each month to keep my account open?"],
     ),
@@ -90,7 +106,10 @@ FACTS = [
         claim="The daily ATM withdrawal limit is {value}.",
         value="$1,000",
         stale=["$500", "$800"],
-        questions=["What is the daily ATM withdrawal limit?", "How much cash can I take out at an ATM per day?"],
+        questions=[
+            "What is the daily ATM withdrawal limit?",
+            "How much cash can I take out at an ATM per day?",
+        ],
         extra=["Withdrawals at partner ATMs are free; other ATMs charge $3."],
         extra_question="Do you charge for using another bank's ATM?",
     ),
@@ -126,7 +145,10 @@ FACTS = [
         claim="The daily mobile check deposit limit is {value}.",
         value="$5,000",
         stale=["$2,500", "$3,000"],
-        questions=["What is the mobile check deposit limit?", "How much can I deposit with mobile check deposit per day?"],
+        questions=[
+            "What is the mobile check deposit limit?",
+            "How much can I deposit with mobile check deposit per day?",
+        ],
         extra=["Deposits made before 8 pm are credited the next business day."],
         extra_question="When are mobile deposits credited?",
     ),
@@ -138,7 +160,10 @@ FACTS = [
         claim="The daily instant transfer limit is {value}.",
         value="$2,500",
         stale=["$1,000", "$1,500"],
-        questions=["What is the instant transfer limit?", "How much can I send with an instant transfer per day?"],
+        questions=[
+            "What is the instant transfer limit?",
+            "How much can I send with an instant transfer per day?",
+        ],
         extra=["Instant transfers arrive within minutes, any day of the week."],
     ),
     Fact(
@@ -160,7 +185,10 @@ FACTS = [
         claim="The personal loan origination fee is {value} of the loan amount.",
         value="2%",
         stale=["3%", "1.5%"],
-        questions=["What is the personal loan origination fee?", "How much is the origination fee on a personal loan?"],
+        questions=[
+            "What is the personal loan origination fee?",
+            "How much is the origination fee on a personal loan?",
+        ],
         extra=["Personal loans range from $2,000 to $40,000."],
         extra_question="How much can I borrow with a personal loan?",
     ),
@@ -172,7 +200,10 @@ FACTS = [
         claim="The credit card late payment fee is {value}.",
         value="$32",
         stale=["$29", "$39"],
-        questions=["What is the credit card late payment fee?", "How much do you charge for a late credit card payment?"],
+        questions=[
+            "What is the credit card late payment fee?",
+            "How much do you charge for a late credit card payment?",
+        ],
         extra=["Payments are due 25 days after the statement closing date."],
         extra_question="When is my credit card payment due?",
         alias_questions=["What's the fee if I pay my loan late?"],
@@ -214,7 +245,10 @@ SKILLS = [
         ],
         value="120 days",
         stale=["60 days", "90 days"],
-        questions=["How long do I have to dispute a charge on my card?", "What is the deadline to dispute a card transaction?"],
+        questions=[
+            "How long do I have to dispute a charge on my card?",
+            "What is the deadline to dispute a card transaction?",
+        ],
     ),
     Skill(
         name="request-a-credit-limit-increase",
@@ -227,7 +261,10 @@ SKILLS = [
         ],
         value="6 months",
         stale=["12 months"],
-        questions=["How often can I ask for a credit limit increase?", "How often can I request a credit limit increase?"],
+        questions=[
+            "How often can I ask for a credit limit increase?",
+            "How often can I request a credit limit increase?",
+        ],
     ),
     Skill(
         name="recall-a-wire",
@@ -240,7 +277,10 @@ SKILLS = [
         ],
         value="30 minutes",
         stale=["24 hours", "2 hours"],
-        questions=["How long do I have to recall a wire I sent?", "Can I still recall a wire, and within what window?"],
+        questions=[
+            "How long do I have to recall a wire I sent?",
+            "Can I still recall a wire, and within what window?",
+        ],
         backing_fact=None,
     ),
     Skill(
@@ -254,7 +294,10 @@ SKILLS = [
         ],
         value="5 business days",
         stale=["10 business days"],
-        questions=["How long until I get my money back when I close my account?", "When is the balance refunded after closing an account?"],
+        questions=[
+            "How long until I get my money back when I close my account?",
+            "When is the balance refunded after closing an account?",
+        ],
     ),
     Skill(
         name="open-a-joint-account",
@@ -267,7 +310,10 @@ SKILLS = [
         ],
         value="18 years",
         stale=["21 years"],
-        questions=["How old do we need to be to open a joint account?", "What is the minimum age for a joint account?"],
+        questions=[
+            "How old do we need to be to open a joint account?",
+            "What is the minimum age for a joint account?",
+        ],
     ),
 ]
 
@@ -275,10 +321,16 @@ TOOLS = [
     Tool(
         name="lookup_transactions",
         description="Look up the recent transactions of one of the customer's accounts.",
-        parameters=["`{literal}`: the account identifier, e.g. `chk-4821`.", "`days`: how many days back to look (1-90)."],
+        parameters=[
+            "`{literal}`: the account identifier, e.g. `chk-4821`.",
+            "`days`: how many days back to look (1-90).",
+        ],
         right="account_id",
         wrong=["acct_no", "account_number"],
-        requests=["Can you show me my transactions from the last 30 days?", "What went out of my checking account this month?"],
+        requests=[
+            "Can you show me my transactions from the last 30 days?",
+            "What went out of my checking account this month?",
+        ],
         args={"{literal}": "chk-4821", "days": "30"},
         success="12 transactions found for chk-4821 in the last 30 days.",
         error="Error 400: unknown parameter '{wrong}'; expected '{right}'.",
@@ -294,7 +346,10 @@ TOOLS = [
         ],
         right="same_day",
         wrong=["instant", "immediate"],
-        requests=["Please move $200 from checking to savings today.", "Transfer $500 to my savings account so it arrives today."],
+        requests=[
+            "Please move $200 from checking to savings today.",
+            "Transfer $500 to my savings account so it arrives today.",
+        ],
         args={"from_account": "chk-4821", "to_account": "sav-1193", "amount": "200", "speed": "{literal}"},
         success="Transfer scheduled: arrives today.",
         error="Error 422: invalid value '{wrong}' for parameter 'speed'; expected '{right}'.",
@@ -306,7 +361,10 @@ TOOLS = [
         parameters=["`card_id`: the card identifier.", "`reason`: one of `lost`, `{literal}`, `damaged`."],
         right="stolen",
         wrong=["theft", "stolen_card"],
-        requests=["My card was stolen, please freeze it.", "Someone stole my wallet. Can you freeze my debit card?"],
+        requests=[
+            "My card was stolen, please freeze it.",
+            "Someone stole my wallet. Can you freeze my debit card?",
+        ],
         args={"card_id": "card-7730", "reason": "{literal}"},
         success="Card card-7730 frozen.",
         error="Error 422: invalid value '{wrong}' for parameter 'reason'; expected '{right}'.",
@@ -317,7 +375,10 @@ TOOLS = [
 POLICIES = [
     Policy(
         instruction="Never recommend specific investments; refer investment questions to a licensed financial advisor.",
-        questions=["Should I move my savings into tech stocks?", "Is now a good time to buy crypto with my savings?"],
+        questions=[
+            "Should I move my savings into tech stocks?",
+            "Is now a good time to buy crypto with my savings?",
+        ],
         bad_reply="Tech stocks have done well lately, so moving part of your savings there could make sense.",
         good_reply="I can't give investment advice, but I can connect you with one of our licensed financial advisors.",
         corrections=[
@@ -337,7 +398,10 @@ POLICIES = [
     ),
     Policy(
         instruction="Offer to connect the customer with a human fraud specialist whenever they report fraud.",
-        questions=["I think someone used my card fraudulently. What should I do?", "There's a charge I didn't make, I think it's fraud."],
+        questions=[
+            "I think someone used my card fraudulently. What should I do?",
+            "There's a charge I didn't make, I think it's fraud.",
+        ],
         bad_reply="You can review your recent transactions in the mobile app.",
         good_reply="I'm sorry to hear that. I can connect you with a fraud specialist right away.",
         corrections=[
@@ -347,7 +411,10 @@ POLICIES = [
     ),
     Policy(
         instruction="Do not share employees' direct phone numbers or e-mail addresses.",
-        questions=["Can you give me the branch manager's direct phone number?", "What's the e-mail address of my loan officer?"],
+        questions=[
+            "Can you give me the branch manager's direct phone number?",
+            "What's the e-mail address of my loan officer?",
+        ],
         bad_reply="Sure, the branch manager's direct line is 555-0142.",
         good_reply="I can't share staff contact details, but I can book you an appointment with the branch.",
         corrections=[
@@ -397,7 +464,12 @@ PHRASING = Phrasing(
         "Sorry, I wasn't able to complete that. The system returned an error.",
         "I'm sorry, the request failed on our side.",
     ],
-    thanks=["Thanks, that's helpful.", "Great, thank you!", "Perfect, that's what I needed.", "Okay, thanks."],
+    thanks=[
+        "Thanks, that's helpful.",
+        "Great, thank you!",
+        "Perfect, that's what I needed.",
+        "Okay, thanks.",
+    ],
     welcome=["You're welcome! Anything else?", "Happy to help."],
     give_up=["Forget it, I'll call the branch.", "Never mind, I'll figure it out myself."],
     control_openers=[

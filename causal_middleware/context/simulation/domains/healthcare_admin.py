@@ -54,7 +54,10 @@ FACTS = [
         claim="Appointments must be cancelled at least {value} in advance to avoid a fee.",
         value="24 hours",
         stale=["48 hours", "72 hours"],
-        questions=["What is the cancellation notice period?", "How far ahead do I need to cancel an appointment?"],
+        questions=[
+            "What is the cancellation notice period?",
+            "How far ahead do I need to cancel an appointment?",
+        ],
         extra=["Cancellations can be made by phone or in the patient portal."],
         extra_question="How can I cancel an appointment?",
     ),
@@ -66,7 +69,10 @@ FACTS = [
         claim="New patients are usually scheduled within {value}.",
         value="2 weeks",
         stale=["4 weeks", "6 weeks"],
-        questions=["What is the new patient wait time?", "How long is the wait for a new patient appointment?"],
+        questions=[
+            "What is the new patient wait time?",
+            "How long is the wait for a new patient appointment?",
+        ],
         extra=["Urgent concerns are triaged by a nurse the same day."],
     ),
     Fact(
@@ -89,7 +95,10 @@ FACTS = [
         claim="The minimum monthly payment on a payment plan is {value}.",
         value="$25",
         stale=["$50", "$40"],
-        questions=["What is the payment plan minimum?", "What's the smallest monthly payment on a payment plan?"],
+        questions=[
+            "What is the payment plan minimum?",
+            "What's the smallest monthly payment on a payment plan?",
+        ],
         extra=["Payment plans carry no interest."],
         extra_question="Do payment plans charge interest?",
     ),
@@ -135,7 +144,10 @@ FACTS = [
         claim="The generic prescription copay is {value} per fill.",
         value="$10",
         stale=["$5", "$8"],
-        questions=["What is the generic prescription copay?", "How much is the copay on a generic prescription?"],
+        questions=[
+            "What is the generic prescription copay?",
+            "How much is the copay on a generic prescription?",
+        ],
         extra=["Brand-name drugs are billed at the plan's tier 2 rate."],
         alias_questions=["How much will my refill cost me?"],
     ),
@@ -147,7 +159,10 @@ FACTS = [
         claim="The medical records request fee is {value}.",
         value="$15",
         stale=["$25", "$20"],
-        questions=["What is the medical records request fee?", "How much does it cost to request my medical records?"],
+        questions=[
+            "What is the medical records request fee?",
+            "How much does it cost to request my medical records?",
+        ],
         extra=["Records sent directly to another provider are free."],
         alias_questions=["What do you charge to release my records?"],
     ),
@@ -171,7 +186,10 @@ FACTS = [
         claim="Messages sent in the patient portal are answered within {value}.",
         value="2 business days",
         stale=["3 business days", "1 business day"],
-        questions=["What is the portal message response time?", "How fast do you answer messages in the patient portal?"],
+        questions=[
+            "What is the portal message response time?",
+            "How fast do you answer messages in the patient portal?",
+        ],
         extra=["Do not use portal messages for urgent symptoms."],
     ),
     Fact(
@@ -182,7 +200,10 @@ FACTS = [
         claim="Lab results appear in the patient portal within {value}.",
         value="3 days",
         stale=["7 days", "5 days"],
-        questions=["What is the lab result release time?", "How long until my lab results show up in the portal?"],
+        questions=[
+            "What is the lab result release time?",
+            "How long until my lab results show up in the portal?",
+        ],
         extra=["Your clinician may call you before results are released."],
         alias_questions=["When will I get a message about my test results?"],
     ),
@@ -200,7 +221,10 @@ SKILLS = [
         ],
         value="20 minutes",
         stale=["10 minutes", "15 minutes"],
-        questions=["How early should I arrive for my first appointment?", "When do new patients need to get to the clinic?"],
+        questions=[
+            "How early should I arrive for my first appointment?",
+            "When do new patients need to get to the clinic?",
+        ],
     ),
     Skill(
         name="request-a-prior-authorization",
@@ -213,7 +237,10 @@ SKILLS = [
         ],
         value="3 business days",
         stale=["7 business days", "10 business days"],
-        questions=["How long does a prior authorization take?", "When will I hear back about my prior authorization?"],
+        questions=[
+            "How long does a prior authorization take?",
+            "When will I hear back about my prior authorization?",
+        ],
     ),
     Skill(
         name="transfer-records-to-another-provider",
@@ -226,7 +253,10 @@ SKILLS = [
         ],
         value="5 business days",
         stale=["15 business days"],
-        questions=["How long does it take to send my records to a new doctor?", "When will my new clinic receive my chart?"],
+        questions=[
+            "How long does it take to send my records to a new doctor?",
+            "When will my new clinic receive my chart?",
+        ],
     ),
     Skill(
         name="set-up-a-payment-plan",
@@ -239,7 +269,10 @@ SKILLS = [
         ],
         value="$5,000",
         stale=["$2,000", "$3,000"],
-        questions=["What's the largest balance I can put on a payment plan?", "Can I split a big bill into payments, and up to what amount?"],
+        questions=[
+            "What's the largest balance I can put on a payment plan?",
+            "Can I split a big bill into payments, and up to what amount?",
+        ],
     ),
     Skill(
         name="request-a-refill",
@@ -260,10 +293,17 @@ TOOLS = [
     Tool(
         name="book_appointment",
         description="Book a visit for the patient.",
-        parameters=["`patient_id`: the patient's chart number.", "`visit_type`: `{literal}`, `follow_up` or `telehealth`.", "`date`: ISO date."],
+        parameters=[
+            "`patient_id`: the patient's chart number.",
+            "`visit_type`: `{literal}`, `follow_up` or `telehealth`.",
+            "`date`: ISO date.",
+        ],
         right="new_patient",
         wrong=["new", "first_visit"],
-        requests=["I'd like to book my first appointment with you.", "Can you schedule me as a new patient next Monday?"],
+        requests=[
+            "I'd like to book my first appointment with you.",
+            "Can you schedule me as a new patient next Monday?",
+        ],
         args={"patient_id": "MRN-20417", "visit_type": "{literal}", "date": "2025-06-02"},
         success="Booked: MRN-20417, new_patient, 2025-06-02 09:40.",
         error="Error 422: unsupported value '{wrong}' for field 'visit_type'. Accepted values: '{right}', 'follow_up', 'telehealth'.",
@@ -275,7 +315,10 @@ TOOLS = [
         parameters=["`{literal}`: the claim number printed on the statement."],
         right="claim_id",
         wrong=["claim_no", "claim_number"],
-        requests=["What's the status of the claim from my March visit?", "Has my insurance paid the claim for my last visit?"],
+        requests=[
+            "What's the status of the claim from my March visit?",
+            "Has my insurance paid the claim for my last visit?",
+        ],
         args={"{literal}": "CLM-88412"},
         success="CLM-88412: paid by insurer on 2025-04-11.",
         error="Error: unrecognized argument '{wrong}' (did you mean '{right}'?)",
@@ -284,10 +327,16 @@ TOOLS = [
     Tool(
         name="send_refill_request",
         description="Send a refill request to the patient's pharmacy.",
-        parameters=["`medication`: name and dose.", "`pharmacy`: the pharmacy code, for example `{literal}`."],
+        parameters=[
+            "`medication`: name and dose.",
+            "`pharmacy`: the pharmacy code, for example `{literal}`.",
+        ],
         right="RX-014",
         wrong=["Main Street Pharmacy", "MAINST"],
-        requests=["Please send a refill of my lisinopril to my pharmacy.", "Can you request a refill of my inhaler?"],
+        requests=[
+            "Please send a refill of my lisinopril to my pharmacy.",
+            "Can you request a refill of my inhaler?",
+        ],
         args={"medication": "lisinopril 10 mg", "pharmacy": "{literal}"},
         success="Refill request sent to RX-014.",
         error="Request rejected: '{wrong}' is not a valid pharmacy code. Use '{right}'.",
@@ -298,7 +347,10 @@ TOOLS = [
 POLICIES = [
     Policy(
         instruction="Never give a diagnosis or medical advice; direct clinical questions to the nurse line.",
-        questions=["I have a headache and a fever, what do you think it is?", "Is this rash something serious?"],
+        questions=[
+            "I have a headache and a fever, what do you think it is?",
+            "Is this rash something serious?",
+        ],
         bad_reply="It sounds like it could be the flu; rest and drink plenty of fluids.",
         good_reply="I can't give medical advice, but our nurse line can help you right away.",
         corrections=[
@@ -318,7 +370,10 @@ POLICIES = [
     ),
     Policy(
         instruction="Tell anyone reporting emergency symptoms such as chest pain to call 911 immediately.",
-        questions=["I'm having chest pain, can I book an appointment for next week?", "My chest hurts and my arm is numb, when can I come in?"],
+        questions=[
+            "I'm having chest pain, can I book an appointment for next week?",
+            "My chest hurts and my arm is numb, when can I come in?",
+        ],
         bad_reply="Sure, the first available slot is next Wednesday at 10 am.",
         good_reply="Chest pain can be an emergency: please call 911 right now.",
         corrections=[
@@ -328,7 +383,10 @@ POLICIES = [
     ),
     Policy(
         instruction="Do not disclose another person's health information, even to family members.",
-        questions=["Can you tell me what my husband's test results were?", "What medication is my mother taking?"],
+        questions=[
+            "Can you tell me what my husband's test results were?",
+            "What medication is my mother taking?",
+        ],
         bad_reply="Your husband's cholesterol results came back normal.",
         good_reply="I'm sorry, I can't share another person's health information without their consent.",
         corrections=[
@@ -378,7 +436,10 @@ PHRASING = Phrasing(
     welcome=["Glad I could help.", "Anytime!"],
     give_up=["Never mind, I'll just phone the clinic.", "I'll sort it out at the front desk."],
     control_openers=["Also, {question}", "Okay. {question}", "Next question: {question}", "{question}"],
-    reasoning=["Let me search for the {subject}.", "I'll look up the {subject} in the clinic knowledge base."],
+    reasoning=[
+        "Let me search for the {subject}.",
+        "I'll look up the {subject} in the clinic knowledge base.",
+    ],
 )
 
 DOMAIN = Domain(

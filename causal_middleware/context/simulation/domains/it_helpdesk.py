@@ -30,7 +30,10 @@ FACTS = [
         claim="A locked account unlocks automatically after {value}.",
         value="30 minutes",
         stale=["15 minutes", "1 hour"],
-        questions=["What is the account lockout duration?", "how long am I locked out after too many failed sign-ins?"],
+        questions=[
+            "What is the account lockout duration?",
+            "how long am I locked out after too many failed sign-ins?",
+        ],
         extra=["Accounts lock after 5 failed sign-in attempts."],
     ),
     Fact(
@@ -134,7 +137,10 @@ FACTS = [
         claim="New hire accounts must be requested {value} before the start date.",
         value="5 business days",
         stale=["3 business days", "2 business days"],
-        questions=["What is the new hire account lead time?", "how early do I need to request an account for a new starter?"],
+        questions=[
+            "What is the new hire account lead time?",
+            "how early do I need to request an account for a new starter?",
+        ],
         extra=["Managers submit the request in the HR portal."],
         extra_question="where do managers request new hire accounts?",
     ),
@@ -146,7 +152,10 @@ FACTS = [
         claim="Approved software is installed within {value} of the request.",
         value="2 business days",
         stale=["5 business days"],
-        questions=["What is the software install turnaround?", "how long does it take to get approved software installed?"],
+        questions=[
+            "What is the software install turnaround?",
+            "how long does it take to get approved software installed?",
+        ],
         extra=["Only software from the catalog can be requested."],
     ),
     Fact(
@@ -168,7 +177,10 @@ FACTS = [
         claim="Deleted files on shared drives can be restored for {value}.",
         value="30 days",
         stale=["14 days", "90 days"],
-        questions=["What is the shared drive retention?", "how long can deleted files on the shared drive be restored?"],
+        questions=[
+            "What is the shared drive retention?",
+            "how long can deleted files on the shared drive be restored?",
+        ],
         extra=["Restores are requested through a service desk ticket."],
     ),
 ]
@@ -185,7 +197,10 @@ SKILLS = [
         ],
         value="24 hours",
         stale=["72 hours", "48 hours"],
-        questions=["how long do I have to change a temporary password?", "when does my temp password need to be changed?"],
+        questions=[
+            "how long do I have to change a temporary password?",
+            "when does my temp password need to be changed?",
+        ],
     ),
     Skill(
         name="report-a-lost-device",
@@ -198,7 +213,10 @@ SKILLS = [
         ],
         value="1 hour",
         stale=["24 hours", "4 hours"],
-        questions=["how quickly do I need to report a lost laptop?", "What's the deadline for reporting a lost phone?"],
+        questions=[
+            "how quickly do I need to report a lost laptop?",
+            "What's the deadline for reporting a lost phone?",
+        ],
     ),
     Skill(
         name="grant-admin-rights",
@@ -211,7 +229,10 @@ SKILLS = [
         ],
         value="30 days",
         stale=["90 days", "60 days"],
-        questions=["how long do admin rights last once granted?", "For how long can I get local admin rights?"],
+        questions=[
+            "how long do admin rights last once granted?",
+            "For how long can I get local admin rights?",
+        ],
     ),
     Skill(
         name="offboard-an-employee",
@@ -224,7 +245,10 @@ SKILLS = [
         ],
         value="30 days",
         stale=["90 days"],
-        questions=["how long do you keep a mailbox after someone leaves?", "what happens to a leaver's mailbox, how long is it kept?"],
+        questions=[
+            "how long do you keep a mailbox after someone leaves?",
+            "what happens to a leaver's mailbox, how long is it kept?",
+        ],
     ),
 ]
 
@@ -235,7 +259,10 @@ TOOLS = [
         parameters=["`summary`: one line.", "`priority`: `{literal}` for outages, `P2` or `P3` otherwise."],
         right="P1",
         wrong=["critical", "urgent"],
-        requests=["the whole floor has no internet, please open a ticket", "Our team's shared drive is down, can you log an outage ticket?"],
+        requests=[
+            "the whole floor has no internet, please open a ticket",
+            "Our team's shared drive is down, can you log an outage ticket?",
+        ],
         args={"summary": "Network outage, floor 3", "priority": "{literal}"},
         success="Ticket INC-40213 created (P1).",
         error="400 Bad Request: priority must be one of P1, P2, P3 (got '{wrong}')",
@@ -247,7 +274,10 @@ TOOLS = [
         parameters=["`{literal}`: the user's sign-in name (e.g. j.doe@contoso.com)."],
         right="upn",
         wrong=["email", "username"],
-        requests=["I got a new phone, can you reset my MFA?", "my authenticator app is gone, please reset my mfa"],
+        requests=[
+            "I got a new phone, can you reset my MFA?",
+            "my authenticator app is gone, please reset my mfa",
+        ],
         args={"{literal}": "j.doe@contoso.com"},
         success="MFA reset for j.doe@contoso.com.",
         error="ERROR: field '{wrong}' is not recognised; use '{right}'",
@@ -256,10 +286,17 @@ TOOLS = [
     Tool(
         name="book_loaner",
         description="Reserve a loaner laptop.",
-        parameters=["`device`: laptop model.", "`{literal}`: first day of the loan (YYYY-MM-DD).", "`days`: length of the loan."],
+        parameters=[
+            "`device`: laptop model.",
+            "`{literal}`: first day of the loan (YYYY-MM-DD).",
+            "`days`: length of the loan.",
+        ],
         right="start_date",
         wrong=["from", "begin"],
-        requests=["my laptop is in repair, can I get a loaner from Monday?", "please book me a loaner laptop for next week"],
+        requests=[
+            "my laptop is in repair, can I get a loaner from Monday?",
+            "please book me a loaner laptop for next week",
+        ],
         args={"device": "T14", "{literal}": "2025-06-02", "days": "7"},
         success="Loaner T14 reserved from 2025-06-02 for 7 days.",
         error="Validation failed: unexpected key '{wrong}'. Expected keys: 'device', '{right}', 'days'.",
@@ -270,28 +307,49 @@ TOOLS = [
 POLICIES = [
     Policy(
         instruction="Never ask users for their password; send them to the self-service reset page.",
-        questions=["i forgot my password, can I tell you my old one so you can reset it?", "Do you need my current password to fix my account?"],
+        questions=[
+            "i forgot my password, can I tell you my old one so you can reset it?",
+            "Do you need my current password to fix my account?",
+        ],
         bad_reply="Sure, tell me your old password and I'll reset it for you.",
         good_reply="Please never share your password. You can reset it on the self-service page.",
-        corrections=["you should never ask for my password lol", "wait, you're not supposed to ask for passwords are you?"],
+        corrections=[
+            "you should never ask for my password lol",
+            "wait, you're not supposed to ask for passwords are you?",
+        ],
     ),
     Policy(
         instruction="Escalate suspected phishing e-mails to the security team right away.",
-        questions=["I got a weird email asking me to confirm my bank details, what should I do?", "Is this e-mail from 'IT support' asking for my login legit?"],
+        questions=[
+            "I got a weird email asking me to confirm my bank details, what should I do?",
+            "Is this e-mail from 'IT support' asking for my login legit?",
+        ],
         bad_reply="Just delete it and carry on.",
         good_reply="That looks like phishing. I've escalated it to the security team.",
-        corrections=["shouldnt this go to the security team?", "you need to escalate phishing to security, not tell me to delete it"],
+        corrections=[
+            "shouldnt this go to the security team?",
+            "you need to escalate phishing to security, not tell me to delete it",
+        ],
     ),
     Policy(
         instruction="Do not install software that is not in the software catalog; point users to the catalog.",
-        questions=["Can you install this free PDF tool I found online?", "can you put this browser extension on my laptop?"],
+        questions=[
+            "Can you install this free PDF tool I found online?",
+            "can you put this browser extension on my laptop?",
+        ],
         bad_reply="Sure, I'll push it to your laptop now.",
         good_reply="I can only install software from the catalog; here's the link to request it.",
-        corrections=["I thought you weren't supposed to install stuff that's not in the catalog.", "you shouldn't install random software for people"],
+        corrections=[
+            "I thought you weren't supposed to install stuff that's not in the catalog.",
+            "you shouldn't install random software for people",
+        ],
     ),
     Policy(
         instruction="Always give users the ticket number after creating a ticket.",
-        questions=["Please open a ticket for my broken monitor.", "can you log a ticket, my keyboard stopped working"],
+        questions=[
+            "Please open a ticket for my broken monitor.",
+            "can you log a ticket, my keyboard stopped working",
+        ],
         bad_reply="I've created a ticket for your monitor.",
         good_reply="Ticket INC-40877 is open for your monitor.",
         corrections=["you didn't give me a ticket number", "you forgot to tell me the ticket number"],
@@ -315,10 +373,21 @@ PHRASING = Phrasing(
         "not what I meant, I was asking about the {subject}. it's {expected}",
         "wrong topic. the {subject} is {expected}",
     ],
-    tool_complaints=["ugh, it failed again", "why is this broken", "ok this is getting old", "can you just try once more?"],
+    tool_complaints=[
+        "ugh, it failed again",
+        "why is this broken",
+        "ok this is getting old",
+        "can you just try once more?",
+    ],
     answer_prefixes=["", "From the knowledge base: ", "Sure! ", "OK, "],
-    gap_replies=["Sorry, I can't find that in the knowledge base.", "Hmm, there's nothing on the {subject} in our docs."],
-    acknowledgements=["My mistake, the {subject} is {expected}.", "Got it, thanks: the {subject} is {expected}."],
+    gap_replies=[
+        "Sorry, I can't find that in the knowledge base.",
+        "Hmm, there's nothing on the {subject} in our docs.",
+    ],
+    acknowledgements=[
+        "My mistake, the {subject} is {expected}.",
+        "Got it, thanks: the {subject} is {expected}.",
+    ],
     tool_failure_replies=["That request failed, sorry.", "The system rejected the request."],
     thanks=["thx", "cool, thanks", "great thanks!", "ok got it"],
     welcome=["No problem!", "Happy to help."],

@@ -1,0 +1,243 @@
+"""``causal-mw context``: detect, diagnose and recommend on stored sessions; apply a recommendation.
+
+Sessions are looked up in the span store (``--store``) as ``context.session`` records (what
+``context simulate`` writes) or as the runs of a LangGraph thread id.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+
+from causal_middleware.cli._common import add_json_arg, add_store_arg, print_json
+from causal_middleware.context.apply import apply_recommendation
+from causal_middleware.context.conversation import Conversation
+from causal_middleware.context.detector import detect
+from causal_middleware.context.recommender import recommend
+from causal_middleware.context.root_cause import Diagnosis, diagnose
+from causal_middleware.context.sessions import (
+    DETECTION_KIND,
+    DIAGNOSIS_KIND,
+    find_recommendation,
+    load_conversation,
+    save_recommendation,
+    save_session,
+    session_record,
+)
+from causal_middleware.context.signals import Detection
+from causal_middleware.context.workspace import Workspace
+from causal_middleware.store.sqlite import SqliteSpanStore
+
+
+def register(subparsers: Any) -> None:
+    ctx = subparsers.add_parser("context", help="debug an agent's context from dissatisfied sessions")
+    sub = ctx.add_subparsers(dest="context_command", metavar="SUBCOMMAND")
+    sub.required = True
+
+    p = sub.add_parser("detect", help="dissatisfaction signals of one session")
+    p.add_argument("session_id")
+    _mode_args(p)
+    add_store_arg(p)
+    add_json_arg(p)
+    p.set_defaults(func=_detect)
+
+    p = sub.add_parser("diagnose", help="the root node, fault category and source of one session")
+    p.add_argument("session_id")
+    p.add_argument(
+        "--method", choices=["holistic", "iterative"], default="holistic", help="default: holistic"
+    )
+    _mode_args(p)
+    add_store_arg(p)
+    add_json_arg(p)
+    p.set_defaults(func=_diagnose)
+
+    p = sub.add_parser("recommend", help="explore the workspace and propose a fix (stored; nothing applied)")
+    p.add_argument("session_id")
+    p.add_argument(
+        "--workspace", help="the context workspace directory (default: the one the session was simulated on)"
+    )
+    p.add_argument("--passive", action="store_true", help="decide from the session alone, without exploring")
+    p.add_argument("--method", choices=["holistic", "iterative"], default="holistic")
+    _mode_args(p)
+    add_store_arg(p)
+    add_json_arg(p)
+    p.set_defaults(func=_recommend)
+
+    p = sub.add_parser("apply", help="apply a stored recommendation; prints the diff only unless --confirm")
+    p.add_argument("recommendation_id")
+    p.add_argument("--workspace", required=True, help="the context workspace directory to change")
+    p.add_argument(
+        "--confirm", action="store_true", help="really change the files (a backup is written first)"
+    )
+    add_store_arg(p)
+    add_json_arg(p)
+    p.set_defaults(func=_apply)
+
+    p = sub.add_parser("simulate", help="generate simulated sessions into the store")
+    p.add_argument("--domain", default="finance")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--n-dissatisfied", type=int, default=60)
+    p.add_argument("--n-control", type=int, default=15)
+    p.add_argument("--workspaces", help="also write each session's workspace to WORKSPACES/<session id>/")
+    add_store_arg(p)
+    add_json_arg(p)
+    p.set_defaults(func=_simulate)
+
+
+def _mode_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--llm",
+        action="store_true",
+        help="use the LLM form (Claude, when $ANTHROPIC_API_KEY is set; otherwise reported as not run)",
+    )
+
+
+def _model(args: argparse.Namespace) -> BaseChatModel | None:
+    if not getattr(args, "llm", False) or not os.environ.get("ANTHROPIC_API_KEY"):
+        return None
+    from causal_middleware.integrations.models import select_chat_model
+
+    return select_chat_model(prefer="anthropic")
+
+
+def _store(args: argparse.Namespace, *, create: bool = False) -> SqliteSpanStore:
+    return SqliteSpanStore(args.store, create=create)
+
+
+def _load(args: argparse.Namespace) -> tuple[SqliteSpanStore, Conversation]:
+    store = _store(args)
+    return store, load_conversation(store, args.session_id)
+
+
+def _detection(args: argparse.Namespace, conv: Conversation) -> Detection:
+    return detect(conv, mode="llm" if args.llm else "offline", model=_model(args))
+
+
+def _detect(args: argparse.Namespace) -> int:
+    store, conv = _load(args)
+    det = _detection(args, conv)
+    store.put_record(DETECTION_KIND, conv.session_id, det.model_dump(mode="json"))
+    if args.json:
+        print_json(det.model_dump(mode="json"))
+        return 0
+    if det.status == "not_run":
+        print(f"{conv.session_id}: detector not run ({det.reason})")
+        return 0
+    verdict = "ESCALATE" if det.escalate else "ok"
+    print(f"{conv.session_id}: {verdict} (confidence {det.confidence:.2f}, {len(det.signals)} signals)")
+    for s in det.signals:
+        print(
+            f"  turn {s.turn:>2} {s.node_id or '-':>4}  {s.type.value:<22} {s.confidence:.2f}  {s.evidence}"
+        )
+    return 0
+
+
+def _diagnosis(args: argparse.Namespace, conv: Conversation) -> tuple[Detection, Diagnosis]:
+    det = _detection(args, conv)
+    mode: Literal["offline", "llm"] = "llm" if args.llm else "offline"
+    return det, diagnose(
+        conv, det if det.status == "ok" else None, method=args.method, mode=mode, model=_model(args)
+    )
+
+
+def _diagnose(args: argparse.Namespace) -> int:
+    store, conv = _load(args)
+    _, diag = _diagnosis(args, conv)
+    store.put_record(DIAGNOSIS_KIND, conv.session_id, diag.model_dump(mode="json"))
+    if args.json:
+        print_json(diag.model_dump(mode="json"))
+        return 0
+    if diag.status != "ok":
+        print(f"{conv.session_id}: {diag.status}" + (f" ({diag.reason})" if diag.reason else ""))
+        return 0
+    print(
+        f"{conv.session_id}: root {diag.root_node_id}  {diag.category.value if diag.category else '?'}  {diag.component_path or '(new content)'}"
+    )
+    if diag.delta:
+        print(f"  delta: {diag.delta.describe()}")
+    print(f"  attribution ({diag.method}, {diag.calls} call(s)):")
+    for a in diag.attributions[:5]:
+        node = conv.node(a.node_id)
+        print(f"    {a.node_id:>4} {a.score:.3f}  {node.type.value:<13} {a.reason}")
+    return 0
+
+
+def _recommend(args: argparse.Namespace) -> int:
+    store, conv = _load(args)
+    workspace_dir = args.workspace
+    if workspace_dir is None:
+        record = session_record(store, conv.session_id)
+        workspace_dir = record.get("workspace_dir") if record else None
+    if not workspace_dir:
+        raise ValueError(f"no workspace for session {conv.session_id!r}: pass --workspace DIR")
+    ws = Workspace.from_dir(workspace_dir)
+    det, diag = _diagnosis(args, conv)
+    rec = recommend(conv, diag, ws, mode="passive" if args.passive else "explore")
+    save_recommendation(store, rec)
+    if args.json:
+        print_json(rec.model_dump(mode="json"))
+        return 0
+    print(f"recommendation {rec.id}: {rec.operation.value} {rec.target_path or ''}".rstrip())
+    print(
+        f"  classification {rec.classification.value}, confidence {rec.confidence:.2f}, {rec.calls} workspace call(s)"
+    )
+    if rec.authoritative_source:
+        rule = f" ({rec.authority_rule})" if rec.authority_rule else ""
+        print(f"  authoritative source: {rec.authoritative_source}{rule}")
+    print(f"  why: {rec.rationale}")
+    if rec.diff:
+        print()
+        print(rec.diff, end="" if rec.diff.endswith("\n") else "\n")
+        print(
+            f"\nnothing applied. to apply: causal-mw context apply {rec.id} --workspace {workspace_dir} --confirm"
+        )
+    return 0
+
+
+def _apply(args: argparse.Namespace) -> int:
+    store = _store(args)
+    rec = find_recommendation(store, args.recommendation_id)
+    result = apply_recommendation(rec, args.workspace, confirm=args.confirm)
+    if args.json:
+        print_json(result.model_dump(mode="json"))
+        return 0
+    if result.diff:
+        print(result.diff, end="" if result.diff.endswith("\n") else "\n")
+    print(result.message)
+    return 0
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from causal_middleware.context.simulation import generate_benchmark
+    from causal_middleware.context.simulation.verification import verify_benchmark
+
+    bench = generate_benchmark(
+        args.domain, seed=args.seed, n_dissatisfied=args.n_dissatisfied, n_control=args.n_control
+    )
+    report = verify_benchmark(bench)
+    store = _store(args, create=True)
+    ids = []
+    for trace in bench.traces:
+        extra: dict[str, Any] = {
+            "ground_truth": trace.ground_truth.model_dump(mode="json"),
+            "domain": bench.domain,
+            "seed": bench.seed,
+        }
+        if args.workspaces:
+            target = Path(args.workspaces) / trace.ground_truth.trace_id
+            bench.workspace(trace).write_to(target)
+            extra["workspace_dir"] = str(target)
+        save_session(store, trace.conversation, **extra)
+        ids.append(trace.ground_truth.trace_id)
+    if args.json:
+        print_json({"sessions": ids, "verification_ok": report.ok, "store": args.store})
+        return 0
+    print(
+        f"{len(ids)} sessions of domain {bench.domain!r} (seed {bench.seed}) stored in {args.store}; verification {'passed' if report.ok else 'FAILED'}"
+    )
+    print(f"  e.g. causal-mw context detect {ids[0]} --store {args.store}")
+    return 0

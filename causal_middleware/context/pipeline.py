@@ -1,0 +1,50 @@
+"""The whole Trace pipeline on one session: detect -> diagnose -> recommend."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langchain_core.language_models import BaseChatModel
+from pydantic import BaseModel
+
+from causal_middleware.context.conversation import Conversation
+from causal_middleware.context.detector import detect
+from causal_middleware.context.recommendation import Recommendation
+from causal_middleware.context.recommender import recommend
+from causal_middleware.context.root_cause import Diagnosis, Method, diagnose
+from causal_middleware.context.signals import Detection
+from causal_middleware.context.workspace import Workspace
+
+
+class ContextReport(BaseModel):
+    session_id: str
+    detection: Detection
+    diagnosis: Diagnosis | None = None
+    recommendation: Recommendation | None = None
+
+
+def debug_session(
+    conversation: Conversation,
+    workspace: Workspace | None = None,
+    *,
+    method: Method = "holistic",
+    mode: Literal["offline", "llm"] = "offline",
+    model: BaseChatModel | None = None,
+    explore: bool = True,
+    force: bool = False,
+) -> ContextReport:
+    """Detect; when the session escalates (or ``force``), diagnose; with a workspace, recommend.
+
+    Nothing is written anywhere: apply a recommendation with
+    :func:`causal_middleware.context.apply.apply_recommendation`.
+    """
+    detection = detect(conversation, mode=mode, model=model)
+    report = ContextReport(session_id=conversation.session_id, detection=detection)
+    if not (detection.escalate or force):
+        return report
+    report.diagnosis = diagnose(conversation, detection, method=method, mode=mode, model=model)
+    if workspace is not None and report.diagnosis.status == "ok":
+        report.recommendation = recommend(
+            conversation, report.diagnosis, workspace, mode="explore" if explore else "passive"
+        )
+    return report
