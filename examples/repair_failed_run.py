@@ -15,9 +15,10 @@ import json
 import tempfile
 from pathlib import Path
 
+from causal_middleware.integrations.langgraph.reference_agent.adapter import reference_sweep_environment
+
 from causal_middleware.faults.corpus import FaultCorpus
 from causal_middleware.faults.families import FaultContext, plan_fault
-from causal_middleware.integrations.langgraph.reference_agent.adapter import reference_sweep_environment
 from causal_middleware.repair import OfflineProposer, ReferenceVerifier, export_pairs, repair_run
 from causal_middleware.store.memory import InMemorySpanStore
 from causal_middleware.world.generator import generate_world
@@ -34,7 +35,9 @@ def main() -> None:
             base = env.store.get_trajectory(env.run_base(question))
             if not is_correct(base.answer, question):
                 continue
-            context = FaultContext(trajectory=base, question=question, corpus=corpus, adapter=env.adapter, seed=0)
+            context = FaultContext(
+                trajectory=base, question=question, corpus=corpus, adapter=env.adapter, seed=0
+            )
             plan = plan_fault("content_corruption", context, 1)
             if plan.intervention is None:
                 continue
@@ -56,7 +59,9 @@ def main() -> None:
             print(result.explanation, "\n")
             for score in result.crs.scores:
                 crs = "-" if score.crs is None else f"{score.crs:g}"
-                print(f"  hop {score.hop} {score.node:<8} CRS {crs:<3} tested {score.n_tested} {score.skipped or ''}")
+                print(
+                    f"  hop {score.hop} {score.node:<8} CRS {crs:<3} tested {score.n_tested} {score.skipped or ''}"
+                )
 
             out = Path(tempfile.mkdtemp()) / "pairs.jsonl"
             n = export_pairs(env.store, out)

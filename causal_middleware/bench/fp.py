@@ -49,8 +49,10 @@ __all__ = [
     "EnvFactory",
     "check_targets",
     "default_diagnosers",
+    "fp_summary_markdown",
     "make_diagnoser",
     "parse_spec",
+    "print_fp_table",
     "run_fp_bench",
     "write_fp_report",
 ]
@@ -444,3 +446,69 @@ def _targets_markdown(results: dict[str, Any]) -> str:
             f"on {timing['cpus']} CPUs.",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _cell_text(entry: dict[str, Any], depth: str) -> str:
+    cell = entry["by_depth"].get(depth)
+    if not entry.get("run") or cell is None or cell.get("acc") is None:
+        return "—"
+    return f"{cell['acc']:.2f} ({cell['correct']}/{cell['n']})"
+
+
+def fp_summary_markdown(results: dict[str, Any]) -> str:
+    """A compact summary: failed traces and recovery by depth, exact-hop accuracy by depth per
+    diagnoser with re-executions per correct diagnosis, and the targets."""
+    depths = list(results.get("failed", {}))
+    config = results.get("config", {})
+    lines = [
+        f"{config.get('dataset')} ({config.get('n_questions')} questions, {config.get('faults')} faults, "
+        f"{config.get('retriever')}): failed traces {results['failed']}, recovery {results['recovery']}.",
+        "",
+        "| diagnoser | " + " | ".join(f"depth {d}" for d in depths) + " | all | re-exec / correct |",
+        "|---|" + "---|" * (len(depths) + 2),
+    ]
+    for name, entry in results.get("diagnosers", {}).items():
+        overall = entry.get("overall", {}).get("acc")
+        lines.append(
+            f"| {name}{'*' if entry.get('uses_gold') else ''} | "
+            + " | ".join(_cell_text(entry, d) for d in depths)
+            + f" | {'—' if overall is None else f'{overall:.2f}'} | "
+            + f"{'—' if entry.get('reexec_per_correct') is None else entry['reexec_per_correct']} |"
+        )
+    return "\n".join(lines) + "\n" + _targets_markdown(results)
+
+
+def print_fp_table(results: dict[str, Any], console: Any = None) -> None:
+    """The final table of ``bench fp`` (rich, on stdout by default)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    depths = list(results.get("failed", {}))
+    table = Table(title="Exact-hop attribution accuracy on failed traces (* uses gold)")
+    table.add_column("diagnoser")
+    for d in depths:
+        table.add_column(f"depth {d}\n{results['failed'][d]} failed", justify="right")
+    table.add_column("all", justify="right")
+    table.add_column("re-exec / correct", justify="right")
+    for name, entry in results.get("diagnosers", {}).items():
+        overall = entry.get("overall", {}).get("acc")
+        reexec = entry.get("reexec_per_correct")
+        table.add_row(
+            name + ("*" if entry.get("uses_gold") else ""),
+            *[_cell_text(entry, d) for d in depths],
+            "not run" if not entry.get("run") else ("—" if overall is None else f"{overall:.2f}"),
+            "—" if reexec is None else f"{reexec:.2f}",
+        )
+    console.print(table)
+    for name, entry in (results.get("targets") or {}).items():
+        met = entry.get("met")
+        mark = "" if met is None else (" [green]met[/]" if met else " [red]not met[/]")
+        console.print(f"{name}: {json.dumps(entry['value'])} ({entry['target']}){mark}", highlight=False)
+    timing = results.get("timing")
+    if timing:
+        console.print(
+            f"{timing['total_s']} s (injection {timing['inject_s']} s, diagnosis {timing['diagnose_s']} s), "
+            f"load average {timing['load_average']}",
+            highlight=False,
+        )

@@ -20,8 +20,9 @@ Metrics (``results.json``; each at the top level for all failures, and under ``n
 * ``n_failed``: failed runs repaired (attempted);
 * ``repair_rate``: validated minimal repairs / failed runs;
 * ``post_repair_accuracy``: accuracy of the population once each validated repair replaces its
-  failed run: (runs that succeeded + repaired runs) / all runs (base runs for ``natural``,
-  faulted runs for ``injected``); ``accuracy_before`` is the same without repairs;
+  failed run: (runs that succeeded + repaired runs) / all runs (base runs for ``natural``;
+  for ``injected`` the recovered faulted units plus the failed ones attempted, which is every
+  faulted unit unless ``max_injected`` capped them); ``accuracy_before`` is the same without repairs;
 * ``minimality_mean``: mean minimality of the validated repairs;
 * ``crs_precision``: flagged steps (CRS 1) whose repair passed validation / flagged steps;
 * ``reexec_per_repaired``: suffix re-executions spent on all failed runs (search + validation) /

@@ -20,6 +20,7 @@ not stop. Units of one question run in order in one worker thread; questions run
 from __future__ import annotations
 
 import json
+import threading
 import time
 import traceback
 from collections import Counter
@@ -29,6 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from causal_middleware.faults.corpus import FaultCorpus
 from causal_middleware.faults.families import FaultContext, FaultPlan, plan_fault
@@ -192,6 +195,7 @@ class _Sweep:
         self.corpus = env.fault_corpus()
         self.dataset = env.dataset.name
         self.base_made = 0
+        self._lock = threading.Lock()
         self._bases = self._stored_bases()
 
     def _stored_bases(self) -> dict[str, list[RunSummary]]:
@@ -237,7 +241,8 @@ class _Sweep:
             reference=question.answer,
             labels={BASE_LABEL: key, "question_id": question.id},
         )
-        self.base_made += 1
+        with self._lock:
+            self.base_made += 1
         return self.store.get_trajectory(run_id)
 
     def run_question(self, question: Question, units: Sequence[tuple[FaultFamily, int]]) -> list[UnitRecord]:
@@ -394,7 +399,9 @@ def run_sweep(
     progress bar on stderr. Returns a :class:`SweepResult`; the records are in ``env.store``.
     """
     _check(depths, families, workers)
-    chosen = list(questions) if questions is not None else list(env.dataset.questions)
+    depths, families = list(dict.fromkeys(depths)), list(dict.fromkeys(families))
+    given = list(questions) if questions is not None else list(env.dataset.questions)
+    chosen = list({q.id: q for q in given}.values())
     if not chosen:
         raise ValueError("no questions to sweep")
     if persistent and env.scoped_index is None:
@@ -406,9 +413,6 @@ def run_sweep(
     statuses: Counter[str] = Counter()
     records: list[UnitRecord] = []
 
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     bar = Progress(
         TextColumn("[bold]inject[/] {task.description}"),
         BarColumn(),
@@ -418,8 +422,11 @@ def run_sweep(
         disable=not progress,
     )
 
+    lock = threading.Lock()
+
     def on_unit(record: UnitRecord) -> None:
-        statuses[record.status] += 1
+        with lock:
+            statuses[record.status] += 1
         bar.update(
             task, advance=1, description=f"{record.question_id} {record.family} h{record.requested_hop}"
         )

@@ -103,12 +103,18 @@ def _doc_from(item: Any) -> Document | None:
         return None
     score = item.get("score", metadata.get("score"))
     source = item.get("source", metadata.get("source"))
+    # top-level extras (the reference agent's evidence carries title and date there) are metadata too
+    extras = {
+        k: v
+        for k, v in item.items()
+        if k not in ("id", "text", "page_content", "content", "score", "source", "metadata") and v is not None
+    }
     return Document(
         id=str(doc_id),
         text=text,
         score=float(score) if isinstance(score, int | float) and not isinstance(score, bool) else None,
         source=source if isinstance(source, str) else None,
-        metadata=dict(metadata),
+        metadata={**extras, **dict(metadata)},
     )
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import threading
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -239,25 +240,32 @@ class _BM25sScorer(_Scorer):
         self._documents = [self._ids(tokens) for tokens in documents]
         self._model: Any = None
         self._stale = True
+        # Searches run concurrently (parallel forks share one index): build under a lock and only
+        # then publish the model, so no search ever sees a half-built or empty model.
+        self._lock = threading.Lock()
 
     def scores(self, tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
         if self._stale:
-            self._rebuild()
+            with self._lock:
+                if self._stale:
+                    self._rebuild()
+        model = self._model
         known = [self._vocab[t] for t in tokens if t in self._vocab]
-        if self._model is None or not known:
+        if model is None or not known:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
         # bm25s drops the constant (k1 + 1) factor from the Okapi weight; restore it so both backends agree
-        all_scores = np.asarray(self._model.get_scores(known), dtype=np.float64) * (self.k1 + 1.0)
+        all_scores = np.asarray(model.get_scores(known), dtype=np.float64) * (self.k1 + 1.0)
         positions = np.flatnonzero(all_scores > 0)  # Lucene idf > 0: every matching passage scores > 0
         return positions.astype(np.int64), all_scores[positions]
 
     def update(self, pos: int, tokens: list[str]) -> None:
-        ids = self._ids(tokens)
-        if pos == len(self._documents):
-            self._documents.append(ids)
-        else:
-            self._documents[pos] = ids
-        self._stale = True
+        with self._lock:
+            ids = self._ids(tokens)
+            if pos == len(self._documents):
+                self._documents.append(ids)
+            else:
+                self._documents[pos] = ids
+            self._stale = True
 
     def _ids(self, tokens: list[str]) -> list[int]:
         vocab = self._vocab
@@ -267,11 +275,11 @@ class _BM25sScorer(_Scorer):
         import bm25s
         from bm25s.tokenization import Tokenized
 
-        self._stale = False
-        self._model = None
+        model = None
         if any(self._documents):
             model = bm25s.BM25(k1=self.k1, b=self.b, method="lucene", dtype="float64")
             # A copy: bm25s keeps the vocabulary it is given, and ours grows with later updates.
             corpus = Tokenized(ids=self._documents, vocab=dict(self._vocab))
             model.index(corpus, create_empty_token=False, show_progress=False)
-            self._model = model
+        self._model = model
+        self._stale = False

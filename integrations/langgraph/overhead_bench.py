@@ -96,7 +96,9 @@ def build_bench_graph() -> Any:
         return {"evidence": [d.page_content for d in retriever.invoke(state["query"])[:1]]}
 
     def read(state: _State) -> dict[str, Any]:
-        reply = str(reader.invoke(f"QUESTION: {state['question']}\nEVIDENCE: {state['evidence'][-1]}").content)
+        reply = str(
+            reader.invoke(f"QUESTION: {state['question']}\nEVIDENCE: {state['evidence'][-1]}").content
+        )
         if reply.startswith("ANSWER:"):
             return {"answer": reply.removeprefix("ANSWER:").strip()}
         return {"query": reply.removeprefix("NEXT:").strip()}
@@ -110,12 +112,17 @@ def build_bench_graph() -> Any:
     g.add_node("answer", answer)
     g.add_edge(START, "retrieve")
     g.add_edge("retrieve", "read")
-    g.add_conditional_edges("read", lambda s: "answer" if s.get("answer") else "retrieve", ["retrieve", "answer"])
+    g.add_conditional_edges(
+        "read", lambda s: "answer" if s.get("answer") else "retrieve", ["retrieve", "answer"]
+    )
     g.add_edge("answer", END)
     return g.compile()
 
 
-BENCH_INPUT = {"question": "In which country was the founder of Velra Institute born?", "query": "Velra Institute founder"}
+BENCH_INPUT = {
+    "question": "In which country was the founder of Velra Institute born?",
+    "query": "Velra Institute founder",
+}
 
 
 def _timed(fn: Callable[[], Any]) -> float:
@@ -205,6 +212,8 @@ def run_overhead_bench(runs: int = 200, warmup: int = 10) -> dict[str, Any]:
         "graph": "3-hop retrieve/read loop (keyword retriever, rule reader)",
         "spans_per_run": spans_per_run,
         "variants": summary,
-        "ours_overhead_vs_openinference": round(summary["ours"]["overhead_ms"] / oi_over, 4) if oi_over > 0 else None,
+        "ours_overhead_vs_openinference": round(summary["ours"]["overhead_ms"] / oi_over, 4)
+        if oi_over > 0
+        else None,
         "target_met": summary["ours"]["overhead_ms"] <= oi_over,
     }

@@ -160,3 +160,26 @@ def test_probe_k_comes_from_the_hops_the_audit_trusts(world) -> None:
     explicit = get_diagnoser("path_aware").diagnose(run, context_for(world, repair_k=5))
     assert "repair_k" not in explicit.details and explicit.probes[0].n_documents == 5
     assert trusted_k([], None) is None
+
+
+def test_a_hop_the_audit_flags_is_repaired_with_its_own_recorded_query(world) -> None:
+    """The audit says hop 2's evidence is not what the index returns for hop 2's own sub-query, so
+    the probe undoes exactly that (the index's answer to the recorded sub-query, no gold needed);
+    without the audit the probe takes the gold sub-question."""
+    from causal_middleware.attribution.path_aware import recorded_query_context
+
+    run = faulted_run(world, "false_premise", 2)
+    d = get_diagnoser("path_aware").diagnose(run, context_for(world))
+    assert d.hop == 2 and d.details["suspects"][0]["audited"] is True
+    assert (d.probes[0].sub_query_source, d.probes[0].sub_query) == ("recorded", run.hop(2).sub_query)
+    assert d.probes[0].restored is True and d.uses_gold is False
+    blind = get_diagnoser("path_aware", audit=False).diagnose(run, context_for(world))
+    assert blind.probes and all(p.sub_query_source == "gold" for p in blind.probes)
+
+    ctx = recorded_query_context(context_for(world))
+    question = world.questions["q0-3"]
+    assert ctx.question is None and ctx.backend is world.backend
+    right = run.model_copy(update={"answer": question.answer.upper()})
+    assert ctx.judge(right) is True and ctx.judge(run.model_copy(update={"answer": "Osk"})) is False
+    bare = DiagnosisContext(reference="Lostra")
+    assert recorded_query_context(bare) is bare

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-
-from causal_middleware import instrument
 from causal_middleware.integrations.langgraph.reference_agent.graph import (
     REFERENCE_ANSWER_NODES,
     REFERENCE_HOP_NODES,
     build_world_agent,
     run_question,
 )
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+
+from causal_middleware import instrument
 from causal_middleware.store.memory import InMemorySpanStore
 from causal_middleware.world.generator import generate_world
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import ScriptedProposer
+from repair_fakes import ScriptedProposer
 from repair_sim import World, make_world, node_step
 
 from causal_middleware.repair.candidates import candidate_steps, final_answer_step, fork_point

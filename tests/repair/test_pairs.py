@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ScriptedProposer
 from datasets import load_dataset
+from repair_fakes import ScriptedProposer
 from repair_sim import World
 
 from causal_middleware.repair.models import RepairResult

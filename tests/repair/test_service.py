@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import ScriptedChatModel, ScriptedProposer
+from repair_fakes import ScriptedChatModel, ScriptedProposer
 from repair_sim import World
 
 from causal_middleware.repair.models import RepairResult

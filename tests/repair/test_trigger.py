@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from conftest import ScriptedProposer
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from repair_fakes import ScriptedProposer
 from repair_sim import World
 
 from causal_middleware.repair.models import RepairResult

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import ScriptedChatModel
+from repair_fakes import ScriptedChatModel
 from repair_sim import World, node_step
 
 from causal_middleware.repair.models import Probe, Proposal

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import ScriptedChatModel
+from repair_fakes import ScriptedChatModel
 
 from causal_middleware.repair.verifiers import (
     CallableVerifier,

@@ -155,6 +155,9 @@ def reference_sweep_environment(
     if checkpoints is not None:
         Path(checkpoints).parent.mkdir(parents=True, exist_ok=True)
         connection = sqlite3.connect(str(checkpoints), check_same_thread=False)
+        # checkpoints are a replay aid, not a ledger: WAL without a sync per commit is plenty
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")
         checkpointer = SqliteSaver(connection)
     else:
         checkpointer = InMemorySaver()

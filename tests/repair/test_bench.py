@@ -1,0 +1,73 @@
+"""The repair benchmark: metrics on hand-made rows, and a tiny end-to-end run on the reference agent."""
+
+from __future__ import annotations
+
+import pytest
+from causal_middleware.integrations.langgraph.reference_agent.adapter import reference_sweep_environment
+
+from causal_middleware.bench.repair import (
+    METRIC_KEYS,
+    FailedRun,
+    format_repair_table,
+    run_repair_bench,
+    summarize,
+)
+from causal_middleware.store.memory import InMemorySpanStore
+from causal_middleware.world.generator import generate_world
+
+
+def _row(
+    status: str, minimality: float | None, reexec: int, naive: int, flagged: int, validated: int
+) -> FailedRun:
+    return FailedRun(
+        run_id="r",
+        kind="natural",
+        question_id="q",
+        status=status,
+        minimality=minimality,
+        flagged=flagged,
+        flagged_validated=validated,
+        reexecutions=reexec,
+        naive_reexecutions=naive,
+    )
+
+
+def test_summary_metrics_on_hand_made_rows() -> None:
+    rows = [
+        _row("repaired", 0.9, 4, 18, 1, 1),
+        _row("repaired", 0.5, 6, 18, 1, 1),
+        _row("unvalidated", None, 8, 18, 1, 0),
+        _row("no_flip", None, 12, 18, 0, 0),
+    ]
+    out = summarize(rows, population=10, succeeded=6)
+    assert out["n_failed"] == 4 and out["n_repaired"] == 2
+    assert out["repair_rate"] == 0.5
+    assert out["accuracy_before"] == 0.6 and out["post_repair_accuracy"] == 0.8
+    assert out["minimality_mean"] == pytest.approx(0.7)
+    assert out["crs_precision"] == pytest.approx(2 / 3, abs=1e-4)
+    assert out["reexec_per_repaired"] == 15.0  # 30 forks spent on the 4 failures, 2 repaired
+    assert out["naive_reexec_per_repaired"] == 36.0
+    assert out["reexec_ratio"] == pytest.approx(30 / 72, abs=1e-4)
+    empty = summarize([])
+    assert empty["n_failed"] == 0 and empty["repair_rate"] is None
+
+
+def test_tiny_benchmark_on_the_reference_agent() -> None:
+    env = reference_sweep_environment(generate_world(6, seed=0), store=InMemorySpanStore(), seed=0)
+    try:
+        results = run_repair_bench(env, inject_questions=3, families=("content_corruption",), depths=(1,))
+    finally:
+        env.close()
+    for key in METRIC_KEYS:
+        assert key in results and key in results["natural"] and key in results["injected"]
+    assert results["config"]["questions"] == 6 and results["config"]["inject_questions"] == 3
+    injected = results["injected"]
+    assert (
+        injected["units_done"]
+        >= injected["n_failed"]
+        == len([r for r in results["runs"] if r["kind"] == "injected"])
+    )
+    assert results["n_failed"] == results["natural"]["n_failed"] + injected["n_failed"]
+    if injected["n_failed"]:
+        assert injected["repair_rate"] is not None
+    assert "| repair_rate |" in format_repair_table(results)
