@@ -29,7 +29,7 @@ Size = Literal["default", "quick"]
 SUITE_ORDER = ("instrument", "retrieval", "agent", "replay", "faults", "fp", "repair", "context")
 
 SIZES: dict[str, dict[Size, dict[str, Any]]] = {
-    "instrument": {"default": {"runs": 200, "warmup": 10}, "quick": {"runs": 20, "warmup": 3}},
+    "instrument": {"default": {"runs": 200, "warmup": 10}, "quick": {"runs": 10, "warmup": 2}},
     "retrieval": {
         "default": {"sizes": [10_000], "retrievers": ["bm25", "bm25s", "dense"], "n_queries": 50},
         "quick": {"sizes": [2_000], "retrievers": ["bm25", "bm25s"], "n_queries": 20},

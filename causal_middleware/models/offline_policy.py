@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from causal_middleware.models.offline_prompts import NOT_FOUND, FactLine, PromptView
+from causal_middleware.models.offline_prompts import NOT_FOUND, EvidenceDoc, FactLine, PromptView
 from causal_middleware.models.offline_reader import (
     AliasBook,
     Candidate,
@@ -83,6 +83,16 @@ class Susceptibility(BaseModel):
         description="the last search answered a different entity's question than the open hop "
         "(query drift): probability of carrying that answer on as the hop's answer",
     )
+    verify_dead_ends: float = Field(
+        default=0.7,
+        ge=0,
+        le=1,
+        description="a search about a bridge entity hit a dead end (no retrieved passage mentions the "
+        "entity at all, so the name may be wrong): probability of suspecting the previous hop's fact "
+        "and re-checking it with a reformulated search for the previous sub-question, when the budget "
+        "leaves room for the re-check and one search per open hop; a re-check that states a different value replaces the "
+        "earlier fact and the chain continues from it",
+    )
 
     @classmethod
     def robust(cls) -> Susceptibility:
@@ -94,6 +104,7 @@ class Susceptibility(BaseModel):
             detect_off_topic=1,
             namesake_confusion=0,
             accept_drifted_fact=0,
+            verify_dead_ends=1,
         )
 
     @classmethod
@@ -106,6 +117,7 @@ class Susceptibility(BaseModel):
             detect_off_topic=0,
             namesake_confusion=1,
             accept_drifted_fact=1,
+            verify_dead_ends=0,
         )
 
 
@@ -158,10 +170,23 @@ class _Progress:
     """Where a world-question plan stands after the facts found so far."""
 
     chain: list[str]
+    subjects: list[str]  # each hop's subject, up to and including the open hop's
     answers: list[str]
     open_hop: int | None  # 0-based index of the first unanswered hop, None when complete
     subject: str  # the open hop's subject (or the final answer when complete)
     tried: list[str]  # queries already issued for the open hop
+
+
+DEAD_END_NOTE = "dead end: no evidence mentions {subject}"
+
+
+def _is_dead_end(fact: FactLine, subject: str) -> bool:
+    return not fact.found and any(norm(n) == norm(DEAD_END_NOTE.format(subject=subject)) for n in fact.notes)
+
+
+def _mentions(docs: Iterable[EvidenceDoc], names: Iterable[str]) -> bool:
+    text = norm(" ".join(f"{d.title} {d.text}" for d in docs))
+    return any(re.search(rf"(?<!\w){re.escape(norm(n))}(?!\w)", text) for n in names if n.strip())
 
 
 def _fact_answers(facts: list[FactLine]) -> list[tuple[FactLine, tuple[str, str] | None]]:
@@ -195,9 +220,12 @@ class WorldPolicy:
         facts = _fact_answers(view.facts)
         used: set[int] = set()
         answers: list[str] = []
+        subjects: list[str] = []
         subject = base
         for k, relation in enumerate(chain):
-            hit = None
+            subjects.append(subject)
+            # the latest statement of the hop wins: a re-check after a dead end replaces the first
+            hits: list[int] = []
             tried = []
             for i, (fact, parsed_q) in enumerate(facts):
                 if i in used or parsed_q is None:
@@ -206,17 +234,15 @@ class WorldPolicy:
                 if rel == relation and book.same(subj, subject):
                     tried.append(fact.query)
                     if fact.found:
-                        hit = i
-                        break
+                        hits.append(i)
+            hit = hits[-1] if hits else self._drifted_answer(facts, used, relation, subject, book, dice)
             if hit is None:
-                hit = self._drifted_answer(facts, used, relation, subject, book, dice)
-            if hit is None:
-                return _Progress(chain, answers, k, subject, tried)
-            used.add(hit)
+                return _Progress(chain, subjects, answers, k, subject, tried)
+            used.update(hits or [hit])
             answer = facts[hit][0].answer or ""
             answers.append(answer)
             subject = answer
-        return _Progress(chain, answers, None, subject, [])
+        return _Progress(chain, subjects, answers, None, subject, [])
 
     def _drifted_answer(self, facts, used, relation, subject, book, dice) -> int | None:
         """A found fact that answered some other question, if the model lets it stand in for the hop.
@@ -247,20 +273,71 @@ class WorldPolicy:
             return f"ANSWER: {found[-1] if found else UNKNOWN_ANSWER}"
         if progress.open_hop is None:
             return f"ANSWER: {progress.subject}"
-        relation = progress.chain[progress.open_hop]
+        if view.budget is not None and view.searches_used is not None and view.searches_used >= view.budget:
+            return self.answer(view, dice)
         book = AliasBook()
         book.add_notes(view.notes)
-        names = book.names(progress.subject)
+        if self._should_recheck(view, progress, book, dice):
+            hop = progress.open_hop - 1
+            return self._search(
+                view, progress.chain[hop], progress.subjects[hop], book, progress.tried, reword_first=True
+            )
+        relation = progress.chain[progress.open_hop]
+        return self._search(view, relation, progress.subject, book, progress.tried)
+
+    @staticmethod
+    def _search(
+        view: PromptView,
+        relation: str,
+        subject: str,
+        book: AliasBook,
+        tried: list[str],
+        reword_first: bool = False,
+    ) -> str:
+        names = book.names(subject)
         # Reformulate after a miss: another name for the entity first (an alias learned from the
         # evidence), then relation synonyms; never a search with the same content words as one made.
-        options = []
-        for attempt in range(len(RELATIONS[relation].all_queries)):
-            options += [sub_query(relation, n, attempt) for n in names]
+        # A re-check (reword_first) keeps the name that found the fact and rewords the relation.
+        attempts = range(len(RELATIONS[relation].all_queries))
+        if reword_first:
+            options = [sub_query(relation, n, a) for n in names for a in attempts]
+        else:
+            options = [sub_query(relation, n, a) for a in attempts for n in names]
         issued = {_content_words(f.query) for f in view.facts}
         for option in options:
             if _content_words(option) not in issued:
                 return f"SUBQUERY: {option}"
-        return f"SUBQUERY: {options[len(progress.tried) % len(options)]}"
+        return f"SUBQUERY: {options[len(tried) % len(options)]}"
+
+    def _should_recheck(self, view: PromptView, progress: _Progress, book: AliasBook, dice: Dice) -> bool:
+        """After a dead end on the open hop's bridge entity, re-check the fact that named it?
+
+        Only once per dead end (not when the previous sub-question was already searched again after
+        it), only when the budget leaves room for the re-check and one search per hop still open,
+        and with probability ``verify_dead_ends``, drawn per dead end so later calls keep the same
+        choice."""
+        k = progress.open_hop
+        if not k:
+            return False
+        if view.budget is not None and view.searches_used is not None:
+            if view.budget - view.searches_used < 1 + len(progress.chain) - k:
+                return False
+        relation, subject = progress.chain[k], progress.subject
+        prev_relation, prev_subject = progress.chain[k - 1], progress.subjects[k - 1]
+        facts = _fact_answers(view.facts)
+        for j, (fact, parsed_q) in enumerate(facts):
+            if parsed_q is None or parsed_q[0] != relation or not book.same(parsed_q[1], subject):
+                continue
+            if not _is_dead_end(fact, parsed_q[1]):
+                continue
+            rechecked = any(
+                q is not None and q[0] == prev_relation and book.same(q[1], prev_subject)
+                for _, q in facts[j + 1 :]
+            )
+            if rechecked:
+                return False
+            return dice.draw_stable(f"verify|{fact.query}|{subject}") < self.s.verify_dead_ends
+        return False
 
     def answer(self, view: PromptView, dice: Dice) -> str:
         progress = self._progress(view, dice)
@@ -300,6 +377,8 @@ class WorldPolicy:
                 if grabbed:
                     value = grabbed[0].value
         if value is None:
+            if view.evidence and not namesakes and not _mentions(view.evidence, book.names(subject)):
+                notes.append(DEAD_END_NOTE.format(subject=subject))
             return "FACT: NONE" + "".join(f"\nNOTE: {n}" for n in notes)
         for alias in book.names(value)[1:]:
             notes.append(f"{value} is also known as {alias}")

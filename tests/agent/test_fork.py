@@ -69,13 +69,16 @@ def test_early_termination_stops_the_search(robust_agent, toy_world):
     assert not is_correct(out["answer"], q)
 
 
-def test_a_corrupted_bridge_fact_propagates_downstream(robust_agent, toy_world):
-    q, base = _solved_two_hop(robust_agent, toy_world)
-    pre = checkpoint_before(robust_agent, base.config, "read", 1)
+def test_a_corrupted_bridge_fact_propagates_downstream(toy_retriever, toy_world):
+    # an agent that never re-checks a fact after a dead end (see test_dead_end_recheck.py)
+    trusting = Susceptibility.robust().model_copy(update={"verify_dead_ends": 0.0})
+    agent = build_reference_agent(toy_retriever, OfflineChatModel(susceptibility=trusting))
+    q, base = _solved_two_hop(agent, toy_world)
+    pre = checkpoint_before(agent, base.config, "read", 1)
     wrong_bridge = "Nobody Inparticular"
     update = fact_update(1, pre.values["sub_query"], pre.values["evidence"], wrong_bridge)
-    fork = robust_agent.update_state(pre.config, update, as_node="read")
-    out = robust_agent.invoke(None, fork)
+    fork = agent.update_state(pre.config, update, as_node="read")
+    out = agent.invoke(None, fork)
     assert out["hops"][0]["fact"] == wrong_bridge
     assert wrong_bridge in out["queries"][1], "the next sub-query carries the (wrong) bridge entity"
     assert not is_correct(out["answer"], q)
@@ -151,7 +154,10 @@ def test_adapter_interventions_apply_through_update_state(robust_agent, toy_worl
     ]
     pre = checkpoint_before(robust_agent, base.config, fact.node, 1)
     out = robust_agent.invoke(None, robust_agent.update_state(pre.config, fact.values, as_node=fact.node))
-    assert "Someone Else" in out["queries"][1] and not is_correct(out["answer"], q)
+    assert "Someone Else" in out["queries"][1], "the next sub-query carries the replaced fact"
+    # the robust agent hits a dead end on "Someone Else", re-checks hop 1 and recovers
+    assert len(out["queries"]) == 4 and out["hops"][2]["fact"] == base.hops[0]["fact"]
+    assert is_correct(out["answer"], q)
 
     with pytest.raises(ValueError, match="no hop 9"):
         adapter.evidence_update(trajectory, 9, [])

@@ -94,7 +94,8 @@ def test_learns_an_alias_from_the_evidence_and_reports_it():
 def test_empty_or_off_topic_evidence_gives_none_to_a_careful_reader():
     assert reply(ROBUST, read_prompt_text("Who founded Velmora Industries?", [])) == "FACT: NONE"
     off_topic = [("p9", "Kastrel Group", "Kastrel Group was founded by Marel Vash.")]
-    assert reply(ROBUST, read_prompt_text("Who founded Velmora Industries?", off_topic)) == "FACT: NONE"
+    careful = reply(ROBUST, read_prompt_text("Who founded Velmora Industries?", off_topic)).splitlines()
+    assert careful == ["FACT: NONE", "NOTE: dead end: no evidence mentions Velmora Industries"]
     # a careless reader grabs a value of the right type from off-topic evidence
     assert (
         reply(GULLIBLE, read_prompt_text("Who founded Velmora Industries?", off_topic)) == "FACT: Marel Vash"
