@@ -24,9 +24,15 @@ LLM_INPUT_MESSAGES_MESSAGE_ROLE = "llm.input_messages.N.message.role"
 LLM_INPUT_MESSAGES_MESSAGE_CONTENT = "llm.input_messages.N.message.content"
 LLM_OUTPUT_MESSAGES_MESSAGE_ROLE = "llm.output_messages.N.message.role"
 LLM_OUTPUT_MESSAGES_MESSAGE_CONTENT = "llm.output_messages.N.message.content"
-LLM_OUTPUT_MESSAGES_MESSAGE_TOOL_CALLS_TOOL_CALL_FUNCTION_NAME = "llm.output_messages.N.message.tool_calls.M.tool_call.function.name"
-LLM_OUTPUT_MESSAGES_MESSAGE_TOOL_CALLS_TOOL_CALL_FUNCTION_ARGUMENTS = "llm.output_messages.N.message.tool_calls.M.tool_call.function.arguments"
-LLM_OUTPUT_MESSAGES_MESSAGE_TOOL_CALLS_TOOL_CALL_ID = "llm.output_messages.N.message.tool_calls.M.tool_call.id"
+LLM_OUTPUT_MESSAGES_MESSAGE_TOOL_CALLS_TOOL_CALL_FUNCTION_NAME = (
+    "llm.output_messages.N.message.tool_calls.M.tool_call.function.name"
+)
+LLM_OUTPUT_MESSAGES_MESSAGE_TOOL_CALLS_TOOL_CALL_FUNCTION_ARGUMENTS = (
+    "llm.output_messages.N.message.tool_calls.M.tool_call.function.arguments"
+)
+LLM_OUTPUT_MESSAGES_MESSAGE_TOOL_CALLS_TOOL_CALL_ID = (
+    "llm.output_messages.N.message.tool_calls.M.tool_call.id"
+)
 LLM_TOKEN_COUNT_PROMPT = "llm.token_count.prompt"
 LLM_TOKEN_COUNT_COMPLETION = "llm.token_count.completion"
 LLM_TOKEN_COUNT_TOTAL = "llm.token_count.total"

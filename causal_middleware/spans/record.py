@@ -56,7 +56,11 @@ class SpanRecord(BaseModel):
             status_message=span.status.description,
             attributes={k: _plain(v) for k, v in (span.attributes or {}).items()},
             events=[
-                SpanEvent(name=e.name, time_ns=e.timestamp, attributes={k: _plain(v) for k, v in (e.attributes or {}).items()})
+                SpanEvent(
+                    name=e.name,
+                    time_ns=e.timestamp,
+                    attributes={k: _plain(v) for k, v in (e.attributes or {}).items()},
+                )
                 for e in span.events
             ],
             links=[

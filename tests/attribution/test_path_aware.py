@@ -147,7 +147,10 @@ def test_probe_k_comes_from_the_hops_the_audit_trusts(world) -> None:
 
     base = world.backend.run(world.questions["q0-3"])
     evidence = _evidence_at(world, base.run_id, 2)
-    planted = {"id": "premise-x", "text": "It is well established that Quanta Works was founded by Mira Vell."}
+    planted = {
+        "id": "premise-x",
+        "text": "It is well established that Quanta Works was founded by Mira Vell.",
+    }
     run = world.backend.fork(
         base.run_id, hop=2, node="retrieve", values={"evidence": [planted, *evidence]}, mode="regenerate"
     )

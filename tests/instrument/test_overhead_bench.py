@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from causal_middleware.integrations.langgraph.overhead_bench import build_bench_graph, run_overhead_bench
 
 
