@@ -27,11 +27,13 @@ from __future__ import annotations
 import json
 import os
 import platform
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import numpy as np
 from langchain_core.language_models import BaseChatModel
 
 from causal_middleware.attribution.base import Diagnoser, Diagnosis, DiagnosisContext, blind
@@ -47,6 +49,7 @@ from causal_middleware.world.model import Dataset, Question
 __all__ = [
     "DIAGNOSIS_RECORD",
     "EnvFactory",
+    "MemoizedEncoder",
     "check_targets",
     "default_diagnosers",
     "fp_summary_markdown",
@@ -70,6 +73,43 @@ class _Unit(NamedTuple):
     recovered: bool
     content_outcome: ContentOutcome | None
     question: Question
+
+
+class MemoizedEncoder:
+    """A dense-retrieval encoder that remembers the vector of every single text it encodes.
+
+    Forks and probes re-run the same sub-queries over and over (every regenerated suffix repeats
+    the agent's later searches, the audit repeats each hop's); remembering query vectors makes a
+    dense benchmark cost about what a BM25 one does. The vectors are the wrapped encoder's, so
+    ``id`` (the on-disk index cache key) is unchanged. Batches (corpus encoding) pass through.
+    """
+
+    def __init__(self, encoder: Any) -> None:
+        for attribute in ("id", "dim", "encode"):
+            if not hasattr(encoder, attribute):
+                raise TypeError(
+                    f"encoder must have 'id', 'dim' and 'encode(texts)', got {type(encoder).__name__}"
+                )
+        self.inner = encoder
+        self.id: str = encoder.id
+        self.dim: int = encoder.dim
+        self.hits = 0
+        self._memo: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) != 1:
+            return self.inner.encode(texts)
+        text = texts[0]
+        with self._lock:
+            vector = self._memo.get(text)
+            if vector is not None:
+                self.hits += 1
+        if vector is None:
+            vector = np.array(self.inner.encode([text]), dtype=np.float32).reshape(-1)
+            with self._lock:
+                self._memo[text] = vector
+        return vector.reshape(1, -1).copy()
 
 
 def default_diagnosers() -> list[str]:

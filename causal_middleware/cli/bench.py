@@ -181,10 +181,16 @@ def sweep_env_factory(
     from causal_middleware.integrations.langgraph.reference_agent.adapter import reference_sweep_environment
 
     def build(dataset: Any, store: Any) -> Any:
+        index: Any = retriever
+        if retriever == "dense":  # forks repeat the same sub-queries: encode each one once
+            from causal_middleware.bench.fp import MemoizedEncoder
+            from causal_middleware.retrieval.dense import DenseIndex, default_encoder
+
+            index = DenseIndex(dataset.passages, encoder=MemoizedEncoder(default_encoder()))
         return reference_sweep_environment(
             dataset,
             store=store,
-            retriever=retriever,
+            retriever=index,
             k=k,
             budget=budget,
             seed=seed,

@@ -217,3 +217,39 @@ def test_write_fp_report_names_files_beside_the_json(tmp_path: Path) -> None:
     assert plain["markdown"].name == "report.md"
     assert json.loads(named["json"].read_text())["failed"] == {"1": 3, "2": 3}
     assert "path_aware_acc" in named["markdown"].read_text()
+
+
+def test_memoized_encoder_encodes_each_query_once_with_the_same_vectors() -> None:
+    import numpy as np
+
+    from causal_middleware.bench.fp import MemoizedEncoder
+    from causal_middleware.retrieval.dense import DenseIndex, HashingEncoder
+    from causal_middleware.world.generator import generate_world
+
+    class Counting(HashingEncoder):
+        calls: list[int] = []
+
+        def encode(self, texts):  # type: ignore[no-untyped-def]
+            self.calls.append(len(texts))
+            return super().encode(texts)
+
+    inner = Counting(64)
+    memo = MemoizedEncoder(inner)
+    assert (memo.id, memo.dim) == (inner.id, 64)
+    first = memo.encode(["Who founded Quanta Works?"])
+    again = memo.encode(["Who founded Quanta Works?"])
+    assert np.array_equal(first, again) and first.shape == (1, 64)
+    assert np.array_equal(first, HashingEncoder(64).encode(["Who founded Quanta Works?"]))
+    assert inner.calls == [1] and memo.hits == 1
+    again[0, 0] = 99.0  # callers get copies
+    assert memo.encode(["Who founded Quanta Works?"])[0, 0] != 99.0
+    memo.encode(["a", "b"])  # batches pass through, unremembered
+    assert inner.calls == [1, 2]
+
+    passages = generate_world(3, seed=0).passages
+    plain = DenseIndex(passages, encoder=HashingEncoder(64), use_cache=False)
+    cached = DenseIndex(passages, encoder=MemoizedEncoder(HashingEncoder(64)), use_cache=False)
+    query = passages[0].text
+    assert [h.passage.id for h in cached.search(query, 3)] == [h.passage.id for h in plain.search(query, 3)]
+    with pytest.raises(TypeError, match="encoder must have"):
+        MemoizedEncoder(object())
