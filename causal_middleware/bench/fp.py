@@ -468,11 +468,11 @@ def write_fp_report(results: dict[str, Any], out: str | Path) -> dict[str, Path]
     return paths
 
 
-def _targets_markdown(results: dict[str, Any]) -> str:
+def _targets_markdown(results: dict[str, Any], heading: str = "##") -> str:
     targets = results.get("targets") or {}
     if not targets:
         return ""
-    lines = ["", "## Targets", "", "| target | value | met |", "|---|---|---|"]
+    lines = ["", f"{heading} Targets", "", "| target | value | met |", "|---|---|---|"]
     for name, entry in targets.items():
         met = entry.get("met")
         mark = "—" if met is None else ("yes" if met else "**no**")
@@ -515,7 +515,7 @@ def fp_summary_markdown(results: dict[str, Any]) -> str:
             + f" | {'—' if overall is None else f'{overall:.2f}'} | "
             + f"{'—' if entry.get('reexec_per_correct') is None else entry['reexec_per_correct']} |"
         )
-    return "\n".join(lines) + "\n" + _targets_markdown(results)
+    return "\n".join(lines) + "\n" + _targets_markdown(results, heading="###")
 
 
 def print_fp_table(results: dict[str, Any], console: Any = None) -> None:
@@ -545,6 +545,12 @@ def print_fp_table(results: dict[str, Any], console: Any = None) -> None:
         met = entry.get("met")
         mark = "" if met is None else (" [green]met[/]" if met else " [red]not met[/]")
         console.print(f"{name}: {json.dumps(entry['value'])} ({entry['target']}){mark}", highlight=False)
+    errors = (results.get("sweep") or {}).get("statuses", {}).get("error", 0)
+    if errors:
+        console.print(
+            f"[red]{errors} injection unit(s) raised[/] and are left out; with --store, running the same "
+            "command again retries them"
+        )
     timing = results.get("timing")
     if timing:
         console.print(

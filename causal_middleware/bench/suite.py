@@ -29,31 +29,30 @@ Size = Literal["default", "quick"]
 SUITE_ORDER = ("instrument", "retrieval", "agent", "replay", "faults", "fp", "repair", "context")
 
 SIZES: dict[str, dict[Size, dict[str, Any]]] = {
-    "instrument": {"default": {"runs": 200, "warmup": 10}, "quick": {"runs": 10, "warmup": 2}},
+    "instrument": {"default": {"runs": 100, "warmup": 10}, "quick": {"runs": 10, "warmup": 2}},
     "retrieval": {
         "default": {"sizes": [10_000], "retrievers": ["bm25", "bm25s", "dense"], "n_queries": 50},
-        "quick": {"sizes": [2_000], "retrievers": ["bm25", "bm25s"], "n_queries": 20},
+        "quick": {"sizes": [2_000], "retrievers": ["bm25", "bm25s", "dense"], "n_queries": 20},
     },
     "agent": {
         "default": {"n": 60, "retrievers": ["bm25", "dense"]},
-        "quick": {"n": 12, "retrievers": ["bm25"]},
+        "quick": {"n": 12, "retrievers": ["bm25", "dense"]},
     },
     "replay": {
         "default": {"n_questions": 5, "modes": ["regenerate", "frozen", "replay"]},
-        "quick": {"n_questions": 1, "modes": ["regenerate", "replay"]},
+        "quick": {"n_questions": 1, "modes": ["regenerate", "frozen", "replay"]},
     },
     "faults": {
         "default": {"n": 30, "conditions": ["structural", "content", "content_persistent"]},
-        "quick": {"n": 3, "conditions": ["structural"], "depths": [1, 2]},
+        "quick": {"n": 4, "conditions": ["structural", "content"], "depths": [1, 2]},
     },
     "fp": {
         "default": {"n": 80, "faults": "structural", "retriever": "bm25"},
         "quick": {
-            "n": 3,
+            "n": 4,
             "faults": "structural",
             "retriever": "bm25",
-            "depths": [1, 2],
-            "diagnosers": ["coverage", "suffix_regen", "path_aware"],
+            "diagnosers": ["coverage", "frozen_hop", "suffix_regen", "path_aware"],
             "bootstrap_B": 200,
         },
     },

@@ -76,7 +76,7 @@ def test_bench_fp_resumes_from_the_store(
     assert again["failed"] == first["failed"]
     assert again["diagnosers"]["path_aware"]["by_depth"] == first["diagnosers"]["path_aware"]["by_depth"]
     with SqliteSpanStore(out / "runs.db", create=False) as store:
-        kept = store.get_records(DIAGNOSIS_RECORD)
+        kept = [r for r in store.get_records(DIAGNOSIS_RECORD) if r["judge"] is None]
     assert len(kept) == 3 * sum(first["failed"].values())  # nothing diagnosed twice
     assert {r["spec"] for r in kept} == {"coverage", "path_aware", "llm_judge"}
 
@@ -253,3 +253,40 @@ def test_memoized_encoder_encodes_each_query_once_with_the_same_vectors() -> Non
     assert [h.passage.id for h in cached.search(query, 3)] == [h.passage.id for h in plain.search(query, 3)]
     with pytest.raises(TypeError, match="encoder must have"):
         MemoizedEncoder(object())
+
+
+def test_a_judge_model_runs_the_llm_diagnosers(
+    fp_run: tuple[int, Path, dict], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--judge module:attr`` hands a chat model to the LLM diagnosers (here a scripted one that
+    always blames hop 1), which then run and are scored like the others. The injection is reused
+    from the first run's store; the judge-less diagnoses kept there are not."""
+    judge = tmp_path / "judge.py"
+    judge.write_text(
+        "from langchain_core.language_models.fake_chat_models import FakeListChatModel\n"
+        "def judge():\n"
+        '    reply = \'{"stage": "retrieval", "hop": 1, "propagation": false, "severity": 0.5,\'\n'
+        '    reply += \' "root_cause": "hop 1 retrieved the wrong evidence"}\'\n'
+        "    return FakeListChatModel(responses=[reply])\n"
+    )
+    argv = ["bench", "fp", *TINY[:4], "--depths", "1", "--bootstrap", "20", "--no-progress"]
+    store = ["--store", str(fp_run[1] / "runs.db")]
+    capsys.readouterr()
+    assert main([*argv, *store, "--diagnosers", "llm_judge", "--judge", f"{judge}:judge", "--json"]) == 0
+    results = json.loads(capsys.readouterr().out)
+    assert (
+        results["sweep"]["resumed"] == results["sweep"]["units"]
+        and results["timing"]["diagnoses_reused"] == 0
+    )
+    entry = results["diagnosers"]["llm_judge"]
+    assert entry["run"] is True and entry["n_ran"] == entry["n"] == results["failed"]["1"] > 0
+    assert entry["by_depth"]["1"]["acc"] == 1.0 and entry["totals"]["llm_calls"] == entry["n"]
+    assert results["config"]["judge"] == f"{judge}:judge"
+
+
+def test_a_claude_judge_needs_an_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    from causal_middleware.cli.bench import load_judge
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(ValueError, match="needs \\$ANTHROPIC_API_KEY"):
+        load_judge("claude-haiku-4-5")
