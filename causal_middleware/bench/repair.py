@@ -23,7 +23,10 @@ Metrics (``results.json``; each at the top level for all failures, and under ``n
   failed run: (runs that succeeded + repaired runs) / all runs (base runs for ``natural``;
   for ``injected`` the recovered faulted units plus the failed ones attempted, which is every
   faulted unit unless ``max_injected`` capped them); ``accuracy_before`` is the same without repairs;
-* ``minimality_mean``: mean minimality of the validated repairs;
+* ``minimality_mean``: mean minimality of the validated repairs; ``minimality_by_node`` the same
+  per repaired node; ``whole_output_rewrites``: validated repairs sharing no token with the step's
+  original output (minimality 0: e.g. evidence for an empty retrieval, a search instead of a
+  premature answer);
 * ``crs_precision``: flagged steps (CRS 1) whose repair passed validation / flagged steps;
 * ``reexec_per_repaired``: suffix re-executions spent on all failed runs (search + validation) /
   repaired runs; ``naive_reexec_per_repaired``: the exhaustive baseline (candidate steps x K,
@@ -304,6 +307,11 @@ def summarize(
         "reexec_per_failed": _round(reexec / n) if n else None,
         "llm_calls_per_repaired": _round(sum(r.llm_calls for r in rows) / n_rep) if n_rep else None,
         "tokens_per_repaired": _round(sum(r.tokens for r in rows) / n_rep) if n_rep else None,
+        "minimality_by_node": {
+            node: _round(statistics.fmean(r.minimality or 0.0 for r in repaired if r.repaired_node == node))
+            for node in sorted({r.repaired_node for r in repaired if r.repaired_node})
+        },
+        "whole_output_rewrites": sum(1 for r in repaired if not r.minimality),
         "statuses": dict(Counter(r.status for r in rows)),
         "repaired_by_source": dict(Counter(r.source for r in repaired if r.source)),
     }

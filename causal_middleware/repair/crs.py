@@ -33,6 +33,8 @@ from causal_middleware.repair.verifiers import Verifier, as_verifier
 from causal_middleware.replay.protocol import ForkBackend
 from causal_middleware.spans.model import NodeStep, Trajectory
 
+NO_PROPOSALS = "no proposals"  # StepScore.skipped when the proposer gave none (then ": " and its note)
+
 
 class ForkCache:
     """Probes already run, keyed by (parent run, step, replacement values). Thread-safe."""
@@ -163,7 +165,7 @@ def compute_crs(
         if stop_reason is not None:
             score.skipped = stop_reason
             continue
-        proposals = _ranked_proposals(proposer, trajectory, step, k, hint, cost)
+        proposals, note = _ranked_proposals(proposer, trajectory, step, k, hint, cost)
         score.n_proposals = len(proposals)
         for proposal in proposals:
             probe = cache.get(trajectory.run_id, proposal) if cache is not None else None
@@ -188,7 +190,7 @@ def compute_crs(
             score.crs = 1.0 if score.n_flips else 0.0
             score.flip_rate = score.n_flips / score.n_tested
         elif score.skipped is None and not proposals:
-            score.skipped = "no proposals"
+            score.skipped = f"{NO_PROPOSALS}: {note}" if note else NO_PROPOSALS
         if result.capped:
             stop_reason = f"re-execution cap {max_reexecutions} reached"
         elif early_stop and score.n_flips:
@@ -200,8 +202,9 @@ def compute_crs(
 
 def _ranked_proposals(
     proposer: Proposer, trajectory: Trajectory, step: NodeStep, k: int, feedback: str, cost: RepairCost
-) -> list[Proposal]:
-    """The proposer's distinct proposals for ``step``, minimality attached, most minimal first."""
+) -> tuple[list[Proposal], str | None]:
+    """The proposer's distinct proposals for ``step``, minimality attached, most minimal first,
+    and the proposer's note (why it gave fewer, e.g. a model reply with no JSON, a failed call)."""
     batch = proposer.propose(trajectory, step, k, feedback=feedback)
     cost.absorb(batch.cost)
     baseline: Any = batch.baseline if batch.baseline is not None else step.output
@@ -219,4 +222,4 @@ def _ranked_proposals(
         unique.append(
             proposal.model_copy(update={"minimality": round(minimality(baseline, proposal.values), 6)})
         )
-    return sorted(unique, key=lambda p: -(p.minimality or 0.0))
+    return sorted(unique, key=lambda p: -(p.minimality or 0.0)), batch.note

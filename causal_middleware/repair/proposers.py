@@ -22,7 +22,15 @@ from typing import Any, Protocol, runtime_checkable
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel
 
-from causal_middleware.repair.llm import call_model, input_text, parse_json, render_trace, with_temperature
+from causal_middleware.repair.llm import (
+    describe_error,
+    input_text,
+    invoke_model,
+    json_list_prefix,
+    parse_json,
+    render_trace,
+    with_temperature,
+)
 from causal_middleware.repair.models import Proposal, ProposalBatch, RepairCost
 from causal_middleware.repair.render import canonical_json, render_output, shorten, to_jsonable
 from causal_middleware.replay.adapter import AgentAdapter
@@ -89,7 +97,10 @@ class OfflineProposer:
       fact for the same relation (a reformulation that worked, asked earlier); a name that is not
       the question's own swapped for a similar name seen in the run (near-namesakes first); the
       sub-query stripped of words found nowhere in the question or evidence (drift re-anchored);
-    * **evidence**: each passage restored to the index's current text when it differs; the
+    * **evidence**: each passage restored to the index's current text when it differs; each
+      passage the index would not return for the hop's sub-query (planted or off-topic evidence)
+      replaced in place by the best re-retrieved hit not already there, then dropped (when every
+      passage is off-topic: the first one replaced by each of the three best new hits); the
       lowest-ranked passage replaced by the passage from which a later hop read its fact for the
       same relation; the lowest-ranked passage replaced by the next re-retrieved hit for the hop's
       sub-query; a fresh top-k re-retrieval (re-retrieval needs ``index``);
@@ -228,6 +239,25 @@ class OfflineProposer:
                 restored = docs[:i] + [fresh] + docs[i + 1 :]
                 yield restored, f"passage {doc.id!r} restored to the index's text"
         present = {d.id for d in docs}
+        query = hop.sub_query or input_text(trajectory.input or "")
+        hits = [_hit_document(h) for h in self.index.search(query, self.top_k * 2)] if self.index else []
+        new = [d for d in hits if d.id not in present]
+        suspects = self._suspects(docs, hits) if new else []
+        if suspects and len(suspects) == len(docs):
+            # nothing on topic: which hit carries the fact is unknown, so vary the hit, not the slot
+            i, why = suspects[0]
+            for doc in new[:3]:
+                yield (
+                    docs[:i] + [doc] + docs[i + 1 :],
+                    f"passage {docs[i].id!r} ({why}) replaced by re-retrieved {doc.id!r}",
+                )
+        else:
+            for i, why in suspects:
+                yield (
+                    docs[:i] + [new[0]] + docs[i + 1 :],
+                    f"passage {docs[i].id!r} ({why}) replaced by re-retrieved {new[0].id!r}",
+                )
+                yield docs[:i] + docs[i + 1 :], f"passage {docs[i].id!r} ({why}) dropped"
         for later in later_findings(trajectory, hop_index):
             for doc in later.documents:
                 if doc.id not in present and later.fact.lower() in doc.text.lower():
@@ -240,15 +270,26 @@ class OfflineProposer:
                     break
         if self.index is None:
             return
-        query = hop.sub_query or input_text(trajectory.input or "")
-        hits = [_hit_document(h) for h in self.index.search(query, self.top_k * 2)]
-        new = [d for d in hits if d.id not in present]
         if docs:
             for doc in new:
                 yield docs[:-1] + [doc], f"passage {docs[-1].id!r} replaced by re-retrieved {doc.id!r}"
         fresh_top = hits[: max(len(docs), self.top_k) if docs else self.top_k]
         if fresh_top and [d.id for d in fresh_top] != [d.id for d in docs]:
             yield fresh_top, f"evidence re-retrieved for {shorten(query, 80)!r}"
+
+    def _suspects(self, docs: list[Document], hits: list[Document]) -> list[tuple[int, str]]:
+        """Passages of the hop the index would not have returned for its sub-query (among the top
+        ``2 x top_k`` hits), in rank order, with why: planted or off-topic evidence. Replacing one
+        of them in place changes only its own fields, and names the passage that misled the agent."""
+        returned = {d.id for d in hits}
+        suspects: list[tuple[int, str]] = []
+        for i, doc in enumerate(docs):
+            if doc.id in returned:
+                continue
+            known = self._lookup(doc) is not None
+            why = "not returned by the index for this sub-query" if known else "not in the index"
+            suspects.append((i, why))
+        return suspects
 
     def _lookup(self, doc: Document) -> Document | None:
         assert self.index is not None
@@ -505,17 +546,30 @@ def _interleave(streams: list[Iterator[Any]]) -> Iterator[Any]:
 _PROPOSER_SYSTEM = (
     "You repair failed runs of an AI agent. One step of the run may have produced a wrong output. "
     "Propose alternative outputs for that step that would let the agent succeed, changing as "
-    "little as possible. Reply with JSON only: a list of objects, each with exactly the keys of "
-    "the step's original output, no prose."
+    "little as possible. Reply with JSON only, no prose: a list of objects, one per alternative. "
+    "Each object holds the keys of the step's original output that you change, with their new "
+    "values; keys you leave out keep their original values. Use no other keys."
 )
+
+
+def _proposal_shaped(value: Any) -> bool:
+    """A reply value that can hold proposals: an object, or a list (empty, or holding an object)."""
+    if isinstance(value, dict):
+        return bool(value)
+    return isinstance(value, list) and (not value or any(isinstance(item, dict) for item in value))
 
 
 class LLMProposer:
     """A chat model proposes ``k`` alternative outputs for a step (one call, sampled at
     ``temperature``), given the trace up to the step, the step's output and the failure feedback.
 
-    Replies are parsed robustly; proposals that are not objects with the original output's keys
-    are dropped (counted in ``ProposalBatch.note``).
+    The model may write whole outputs or only the keys it changes (the rest keep their recorded
+    values). Replies are parsed robustly: prose around the JSON is skipped, and a reply cut off at
+    the model's output-token limit keeps its complete items. Items that are not objects, or that
+    have keys the original output lacks, are dropped. What went wrong (a reply with no JSON, dropped
+    items, a cut-off reply, a model call that raised, e.g. an API error that outlived the client's
+    retries) is said in ``ProposalBatch.note``; a failed call gives no proposals, never an exception.
+    ``temperature`` is checked against the model's own field (``ValueError`` when out of range).
     """
 
     def __init__(self, model: BaseChatModel, *, temperature: float = 0.7, trace_limit: int = 400) -> None:
@@ -538,12 +592,23 @@ class LLMProposer:
             f"Failure feedback: {feedback or 'the run failed'}\n\n"
             f"Give {k} different alternative outputs for this step."
         )
-        text = call_model(self.model, _PROPOSER_SYSTEM, user, cost)
         try:
-            data = parse_json(text)
-        except ValueError as exc:
-            return ProposalBatch(baseline=original, cost=cost, note=str(exc))
-        items = data if isinstance(data, list) else [data]
+            reply = invoke_model(self.model, _PROPOSER_SYSTEM, user, cost)
+        except Exception as exc:  # an outage or a malformed response costs the proposals, not the repair
+            return ProposalBatch(
+                baseline=original, cost=cost, note=f"model call failed: {describe_error(exc)}"
+            )
+        notes: list[str] = []
+        items: list[Any] = []
+        if reply.truncated:
+            notes.append("reply cut off at the model's output-token limit (raise its max_tokens)")
+            items = json_list_prefix(reply.text, accept=lambda item: isinstance(item, dict))
+        if not items:
+            try:
+                data = parse_json(reply.text, accept=_proposal_shaped)
+            except ValueError as exc:
+                return ProposalBatch(baseline=original, cost=cost, note="; ".join([str(exc), *notes]))
+            items = data if isinstance(data, list) else [data]
         proposals: list[Proposal] = []
         dropped = 0
         for item in items:
@@ -562,5 +627,8 @@ class LLMProposer:
                     description=f"LLM proposal (temperature {self.temperature})",
                 )
             )
-        note = f"{dropped} malformed proposal(s) dropped" if dropped else None
-        return ProposalBatch(proposals=proposals[:k], baseline=original, cost=cost, note=note)
+        if dropped:
+            notes.insert(0, f"{dropped} malformed proposal(s) dropped")
+        return ProposalBatch(
+            proposals=proposals[:k], baseline=original, cost=cost, note="; ".join(notes) or None
+        )

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from causal_middleware.repair.crs import ForkCache, compute_crs
+from causal_middleware.repair.crs import NO_PROPOSALS, ForkCache, compute_crs
 from causal_middleware.repair.minimality import describe_change
 from causal_middleware.repair.models import (
     CRSResult,
@@ -30,6 +30,7 @@ from causal_middleware.repair.models import (
 )
 from causal_middleware.repair.pairs import build_pair
 from causal_middleware.repair.proposers import Proposer
+from causal_middleware.repair.render import shorten
 from causal_middleware.repair.validate import LLMValidator, llm_validation_not_run, validate_offline
 from causal_middleware.repair.verifiers import Verifier, as_verifier
 from causal_middleware.replay.protocol import ForkBackend
@@ -102,6 +103,7 @@ def repair_run(
         result.explanation = f"Run {trajectory.run_id} did not fail: {crs.baseline_feedback}"
     else:
         ranked = sorted(crs.successful_probes(), key=lambda p: -(p.proposal.minimality or 0.0))
+        rejections: list[str] = []
         for probe in ranked[: cfg.max_candidates]:
             validation = validate_offline(
                 trajectory,
@@ -112,21 +114,29 @@ def repair_run(
                 m=cfg.validation_min_flips,
                 cost=cost,
             )
+            if not validation.passed:  # no model calls for a candidate already rejected
+                result.rejected.append(probe)
+                rejections.append(f"failed re-validation ({validation.reason})")
+                continue
             llm = (
                 llm_validator.validate(trajectory, probe)
                 if llm_validator is not None
                 else llm_validation_not_run()
             )
             cost.absorb(llm.cost)
-            if not validation.passed or (llm.ran and not llm.retained):
+            if llm.ran and not llm.retained:
                 result.rejected.append(probe)
+                rejections.append(
+                    f"was not retained by multi-agent validation (confidence {llm.confidence} "
+                    f"< {llm.threshold}; {llm.reason})"
+                )
                 continue
             result.repair = _repair(trajectory, crs, probe, validation, llm)
             result.status = "repaired"
             break
         else:
             result.status = "unvalidated" if ranked else "no_flip"
-        result.explanation = explain(trajectory, result)
+        result.explanation = explain(trajectory, result, rejections=rejections)
         if result.repair is not None:
             result.repair.explanation = result.explanation
             result.pair = build_pair(trajectory, result.repair)
@@ -180,9 +190,13 @@ def diagnosis_record(crs: CRSResult) -> dict[str, Any]:
     }
 
 
-def explain(trajectory: Trajectory, result: RepairResult) -> str:
+_EMPTY = f"{NO_PROPOSALS}: "
+
+
+def explain(trajectory: Trajectory, result: RepairResult, *, rejections: list[str] | None = None) -> str:
     """A few sentences on what failed, which step is to blame, what the repair changes and why it
-    is trusted (or why there is no repair)."""
+    is trusted (or why there is no repair). ``rejections``: why each of ``result.rejected`` was
+    turned down, in the same order."""
     crs = result.crs
     cost = result.cost
     spent = (
@@ -194,14 +208,19 @@ def explain(trajectory: Trajectory, result: RepairResult) -> str:
     if repair is None:
         tested = sum(s.n_tested for s in crs.scores)
         if result.status == "unvalidated":
+            first = result.rejected[0].proposal if result.rejected else None
             why = (
-                f"{len(result.rejected)} proposal(s) flipped the outcome once but failed re-validation "
-                f"({result.rejected[0].proposal.node} at hop {result.rejected[0].proposal.hop})."
-                if result.rejected
+                f"{len(result.rejected)} proposal(s) flipped the outcome once but were not kept; the first "
+                f"({first.node} at hop {first.hop}) {rejections[0] if rejections else 'failed re-validation'}."
+                if first is not None
                 else "No flipping proposal could be validated."
             )
         else:
             why = f"None of the {tested} proposals tested on {len(crs.scores)} candidate steps flipped the outcome."
+            skipped = [s.skipped or "" for s in crs.scores]
+            notes = [reason.removeprefix(_EMPTY) for reason in skipped if reason.startswith(_EMPTY)]
+            if notes:
+                why += f" {len(notes)} step(s) got no usable proposal, the first because: {shorten(notes[0], 240)}."
         if crs.capped:
             why += " The re-execution cap stopped the search."
         return f"{head} {why} {spent}"

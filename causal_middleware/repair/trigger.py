@@ -3,7 +3,8 @@
 The user's thread only ever calls :meth:`RepairQueue.submit`, which never blocks: when the queue
 is full the run is dropped and counted. A daemon worker thread reads the run from the store, asks
 a :class:`FailureJudge` whether it failed (a verifier on its answer, or any detector with a
-``judge`` method, e.g. the context package's dissatisfaction detector), and for a failed run runs
+``judge`` method, e.g. :class:`~causal_middleware.repair.judges.DissatisfactionJudge`, the context
+package's dissatisfaction detector), and for a failed run (or the run the judge blames) runs
 the bound :class:`~causal_middleware.repair.service.RepairService` (which writes ``diagnosis`` and
 ``repair`` records to the store). It then emits a ``repair`` span and a ``diagnosis`` child span
 in a new trace, each with an OTel Link to the failed run's root span. Errors in the worker are
@@ -34,10 +35,15 @@ TRACER_NAME = "causal_middleware.repair"
 
 
 class Judgement(BaseModel):
-    """Whether a run failed (None: cannot tell, treated as not failed) and why."""
+    """Whether a run failed (None: cannot tell, treated as not failed) and why.
+
+    ``run_id`` names the run that failed when it is not the judged one (e.g. the user's reply in
+    this run rejects the previous run's answer); None means the judged run itself.
+    """
 
     failed: bool | None
     reason: str = ""
+    run_id: str | None = None
 
 
 @runtime_checkable
@@ -86,10 +92,13 @@ class QueueStats(BaseModel):
     undecided: int = 0
     repaired: int = 0
     skipped_forks: int = 0
+    skipped_unknown: int = 0
+    skipped_repeats: int = 0
     errors: int = 0
 
 
 _STOP = object()
+_REMEMBER_REPAIRED = 10_000
 
 
 class RepairQueue:
@@ -100,6 +109,12 @@ class RepairQueue:
     is where runs are read (default: the repairer's ``store``). ``tracer_provider`` receives the
     repair spans (default: the global provider). ``on_result(run_id, judgement, result)`` is
     called in the worker after each run (``result`` is None for runs judged not failed).
+
+    When the judgement names another run (``Judgement.run_id``, e.g. the previous turn the user
+    rejected), that run is the one annotated, repaired, linked from the spans and passed to
+    ``on_result``; it is skipped (counted in ``stats.skipped_forks`` / ``stats.skipped_unknown``,
+    no ``on_result``) when it is a fork or not in the store. A run already repaired by this queue
+    is not repaired again (``stats.skipped_repeats``).
     """
 
     def __init__(
@@ -127,6 +142,9 @@ class RepairQueue:
         self.fetch_attempts = max(1, fetch_attempts)
         self.stats = QueueStats()
         self.results: collections.deque[RepairResult] = collections.deque(maxlen=keep_results)
+        # runs already repaired (worker thread only): a run blamed twice, e.g. for its own tool
+        # error and then by the next turn's correction, is repaired once
+        self._repaired: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=maxsize)
         self._lock = threading.Lock()
         self._closed = False
@@ -211,6 +229,26 @@ class RepairQueue:
             if self.on_result is not None:
                 self.on_result(run_id, judgement, None)
             return
+        if judgement.run_id is not None and judgement.run_id != run_id:
+            # the judge blamed another run (e.g. the previous turn, which the user rejected)
+            run_id = judgement.run_id
+            try:
+                trajectory = self.store.get_trajectory(run_id)
+            except KeyError:
+                with self._lock:
+                    self.stats.skipped_unknown += 1
+                return
+            if trajectory.is_counterfactual:
+                with self._lock:
+                    self.stats.skipped_forks += 1
+                return
+        if run_id in self._repaired:
+            with self._lock:
+                self.stats.skipped_repeats += 1
+            return
+        self._repaired[run_id] = None
+        if len(self._repaired) > _REMEMBER_REPAIRED:
+            self._repaired.popitem(last=False)
         if trajectory.outcome in (None, Outcome.UNKNOWN):
             self.store.annotate(run_id, outcome=Outcome.FAILURE)
             trajectory = trajectory.model_copy(update={"outcome": Outcome.FAILURE})

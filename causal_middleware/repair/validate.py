@@ -7,7 +7,8 @@ fork up to the fork point (:func:`prefix_differences`).
 LLM form (CausalFlow's multi-agent validation, only with a model): a proposer states the
 attribution, a critic challenges it, a meta-critic weighs both; the repair is retained when the
 meta-critic's confidence that the attribution holds is at least ``threshold`` (default 0.5).
-Without a model it reports ``ran=False`` ("not run"), never a made-up verdict.
+Without a model it reports ``ran=False`` ("not run"), never a made-up verdict; so it does when a
+role's model call raises (an API error that outlived the client's retries), with the error.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from causal_middleware.repair.crs import fork_with, judge_fork
-from causal_middleware.repair.llm import call_model, parse_json, render_trace
+from causal_middleware.repair.llm import call_model, describe_error, parse_json, render_trace
 from causal_middleware.repair.models import (
     LLMValidation,
     OfflineValidation,
@@ -173,7 +174,10 @@ class LLMValidator:
     ``critic`` and ``meta_critic`` default to ``model``. The consensus confidence is the
     meta-critic's confidence that the attribution holds (its ``confidence`` when it agrees,
     ``1 - confidence`` when it does not); the repair is retained when that is ``>= threshold``.
-    A role whose reply is not the JSON asked for counts as not agreeing with confidence 0.
+    A role whose reply is not the JSON asked for counts as not agreeing with confidence 0. A role
+    whose model call raises stops the validation: ``ran=False``, the error in ``reason``, the
+    judgements and cost so far kept (``repair_run`` then keeps a repair on its offline validation
+    alone and says so in its explanation).
     """
 
     def __init__(
@@ -204,7 +208,16 @@ class LLMValidator:
         judgements: list[RoleJudgement] = []
         transcript = case
         for role in ("proposer", "critic", "meta_critic"):
-            reply = call_model(self.models[role], _ROLE_SYSTEM[role], transcript, cost)
+            try:
+                reply = call_model(self.models[role], _ROLE_SYSTEM[role], transcript, cost)
+            except Exception as exc:  # an outage is no verdict, and must not crash the repair
+                return LLMValidation(
+                    ran=False,
+                    reason=f"not run: the {role.replace('_', '-')}'s model call failed: {describe_error(exc)}",
+                    threshold=self.threshold,
+                    judgements=judgements,
+                    cost=cost,
+                )
             judgement = _judgement(role, reply)
             judgements.append(judgement)
             transcript += f"\n\n{role} says: agree={judgement.agree}, confidence={judgement.confidence}, {judgement.reason}"
@@ -224,7 +237,7 @@ class LLMValidator:
 
 def _judgement(role: Any, reply: str) -> RoleJudgement:
     try:
-        data = parse_json(reply)
+        data = parse_json(reply, accept=lambda value: isinstance(value, dict) and "agree" in value)
         agree = data["agree"]
         confidence = data.get("confidence")
         if not isinstance(agree, bool):

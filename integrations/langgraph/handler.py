@@ -140,7 +140,8 @@ def _finish(span: Span, error: BaseException | None = None, end_ns: int | None =
     span.end(end_time=end_ns)
 
 
-def _lineage_attributes(lineage: Any) -> dict[str, Any]:
+def lineage_attributes(lineage: Any) -> dict[str, Any]:
+    """The run-span attributes of a fork's lineage (a ``Lineage`` or its dict); shared with the replayer."""
     data = lineage.model_dump(mode="json") if hasattr(lineage, "model_dump") else dict(lineage)
     out: dict[str, Any] = {A.CAUSAL_RUN_COUNTERFACTUAL: bool(data.get("counterfactual", True))}
     keys = {
@@ -338,7 +339,7 @@ class CausalCallbackHandler(BaseCallbackHandler):
             attrs[A.CAUSAL_RUN_LABELS] = to_json(md["causal_labels"])
         common: dict[str, Any] = {}
         if md.get("causal_lineage") is not None:
-            lineage = _lineage_attributes(md["causal_lineage"])
+            lineage = lineage_attributes(md["causal_lineage"])
             attrs.update(lineage)
             common[A.CAUSAL_RUN_COUNTERFACTUAL] = lineage[A.CAUSAL_RUN_COUNTERFACTUAL]
         user_md = {

@@ -126,6 +126,21 @@ def test_evidence_proposals_restore_an_altered_passage_first(clean_world: World)
     assert no_index.proposals == []
 
 
+def test_evidence_proposals_replace_a_planted_passage_in_place(clean_world: World) -> None:
+    base = clean_world.backend.run()
+    evidence = node_step(base, "retrieve", 2).output["evidence"]
+    planted = {"id": "x1", "title": "Bob Smith", "text": "Bob Smith was born in Nice.", "score": 9.0}
+    faulted = clean_world.backend.inject(base.run_id, "retrieve", 2, {"evidence": [planted, *evidence]})
+    proposer = OfflineProposer(clean_world.adapter, clean_world.index)
+    first = proposer.propose(faulted, node_step(faulted, "retrieve", 2), 3).proposals[0]
+    ids = [d["id"] for d in first.values["evidence"]]
+    assert ids[1:] == [d["id"] for d in evidence] and ids[0] not in ("x1", *ids[1:])  # only rank 1 changed
+    assert "passage 'x1' (not in the index) replaced by re-retrieved" in first.description
+    result = compute_crs(faulted, clean_world.backend, proposer, ReferenceVerifier())
+    assert [(s.node, s.hop) for s in result.flagged] == [("retrieve", 2)]
+    assert result.successful_probes()[0].proposal.description == first.description
+
+
 def test_offline_crs_on_an_injected_fault_blames_and_repairs_the_faulted_step(clean_world: World) -> None:
     _, faulted = _faulted(clean_world)
     proposer = OfflineProposer(clean_world.adapter, clean_world.index)

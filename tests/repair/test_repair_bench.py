@@ -17,9 +17,16 @@ from causal_middleware.world.generator import generate_world
 
 
 def _row(
-    status: str, minimality: float | None, reexec: int, naive: int, flagged: int, validated: int
+    status: str,
+    minimality: float | None,
+    reexec: int,
+    naive: int,
+    flagged: int,
+    validated: int,
+    node: str | None = None,
 ) -> FailedRun:
     return FailedRun(
+        repaired_node=node,
         run_id="r",
         kind="natural",
         question_id="q",
@@ -34,20 +41,23 @@ def _row(
 
 def test_summary_metrics_on_hand_made_rows() -> None:
     rows = [
-        _row("repaired", 0.9, 4, 18, 1, 1),
-        _row("repaired", 0.5, 6, 18, 1, 1),
+        _row("repaired", 0.9, 4, 18, 1, 1, "decide"),
+        _row("repaired", 0.5, 6, 18, 1, 1, "retrieve"),
+        _row("repaired", 0.0, 2, 18, 1, 1, "decide"),
         _row("unvalidated", None, 8, 18, 1, 0),
         _row("no_flip", None, 12, 18, 0, 0),
     ]
     out = summarize(rows, population=10, succeeded=6)
-    assert out["n_failed"] == 4 and out["n_repaired"] == 2
-    assert out["repair_rate"] == 0.5
-    assert out["accuracy_before"] == 0.6 and out["post_repair_accuracy"] == 0.8
-    assert out["minimality_mean"] == pytest.approx(0.7)
-    assert out["crs_precision"] == pytest.approx(2 / 3, abs=1e-4)
-    assert out["reexec_per_repaired"] == 15.0  # 30 forks spent on the 4 failures, 2 repaired
-    assert out["naive_reexec_per_repaired"] == 36.0
-    assert out["reexec_ratio"] == pytest.approx(30 / 72, abs=1e-4)
+    assert out["n_failed"] == 5 and out["n_repaired"] == 3
+    assert out["repair_rate"] == 0.6
+    assert out["accuracy_before"] == 0.6 and out["post_repair_accuracy"] == 0.9
+    assert out["minimality_mean"] == pytest.approx(1.4 / 3, abs=1e-4)
+    assert out["minimality_by_node"] == {"decide": 0.45, "retrieve": 0.5}
+    assert out["whole_output_rewrites"] == 1
+    assert out["crs_precision"] == pytest.approx(3 / 4, abs=1e-4)
+    assert out["reexec_per_repaired"] == pytest.approx(32 / 3, abs=1e-4)  # 32 forks on 5 failures, 3 repaired
+    assert out["naive_reexec_per_repaired"] == 30.0
+    assert out["reexec_ratio"] == pytest.approx(32 / 90, abs=1e-4)
     empty = summarize([])
     assert empty["n_failed"] == 0 and empty["repair_rate"] is None
 

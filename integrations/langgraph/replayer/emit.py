@@ -16,7 +16,7 @@ from causal_middleware.spans import attributes as A
 from causal_middleware.spans.model import Lineage
 
 from ..extract import to_json, value_attributes
-from ..handler import _lineage_attributes
+from ..handler import lineage_attributes
 
 __all__ = ["emit_replay_run"]
 
@@ -39,7 +39,7 @@ def emit_replay_run(
         A.GEN_AI_OPERATION_NAME: "invoke_agent",
         A.CAUSAL_RUN_GRAPH: graph_name,
         A.CAUSAL_RUN_LABELS: to_json(labels),
-        **_lineage_attributes(lineage),
+        **lineage_attributes(lineage),
         **value_attributes(A.OUTPUT_VALUE, A.OUTPUT_MIME_TYPE, final_state),
     }
     if thread_id:

@@ -1,0 +1,172 @@
+"""The context package's dissatisfaction detector as a :class:`~causal_middleware.repair.trigger.FailureJudge`.
+
+A chat run is one user turn. The judge rebuilds the thread's conversation up to and including
+the judged run, runs the detector, and reads only the signals of the judged run's own turn:
+earlier turns were judged when their runs were submitted. What a signal blames depends on where
+the detector finds it:
+
+* in the user's message of this turn (the user reacting to the reply they got): the PREVIOUS
+  run of the thread failed: ``CORRECTION``, ``CONVERSATIONAL_REPAIR``,
+  ``CLARIFICATION_REQUEST``, ``NEGATIVE_SENTIMENT``, ``REPETITION``, ``SESSION_ABANDONMENT``,
+  and ``EXPLICIT_FEEDBACK`` written in the message (a thumbs-down, "rated 1/5");
+* in this run's own execution: THIS run failed: ``TOOL_EXECUTION_ERROR`` (a tool or retrieval
+  node of this turn), ``SEMANTIC_DRIFT`` (this turn's reply), and ``EXPLICIT_FEEDBACK`` not
+  attached to a user message (a feedback record on this turn).
+
+Only signals that escalate on their own terms count (``Detection.escalate`` applied to them: any
+system signal, or a weighted confidence of at least 0.7); when both groups escalate, the user's
+rejection of the previous reply wins (a tool error the agent recovered from is weaker evidence).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from causal_middleware.repair.trigger import Judgement
+from causal_middleware.spans.model import Trajectory
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from causal_middleware.context.conversation import Conversation
+    from causal_middleware.context.signals import Signal
+
+# Signal types found in the user's message: the user is reacting to the previous run's reply.
+USER_REACTION_SIGNALS = frozenset(
+    {
+        "CORRECTION",
+        "CONVERSATIONAL_REPAIR",
+        "CLARIFICATION_REQUEST",
+        "NEGATIVE_SENTIMENT",
+        "REPETITION",
+        "SESSION_ABANDONMENT",
+    }
+)
+MODES = ("offline", "llm")
+
+
+class DissatisfactionJudge:
+    """Judge a chat run by the dissatisfaction detector (``causal_middleware.context``).
+
+    Args:
+        store: the span store holding the thread's earlier runs (the ``RepairQueue``'s store).
+            Without one, or for a run without a thread id, the run is judged on its own, so only
+            signals about its own execution can fail it.
+        mode: ``"offline"`` (rule-based) or ``"llm"`` (needs ``model``).
+        model: the chat model of the LLM detector.
+        history: at most this many user runs of the thread (the judged one included) make up
+            the conversation the detector reads.
+
+    ``judge(run)`` returns ``Judgement(failed=True, run_id=<previous run>)`` when the user
+    rejected the previous run's reply in this turn, ``Judgement(failed=True)`` when this run's
+    own execution failed, ``failed=False`` otherwise, and ``failed=None`` when the detector did
+    not run (``mode="llm"`` without a model, or a model answer it could not read).
+    """
+
+    def __init__(
+        self,
+        store: Any = None,
+        *,
+        mode: Literal["offline", "llm"] = "offline",
+        model: BaseChatModel | None = None,
+        history: int = 20,
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown detector mode {mode!r}; expected 'offline' or 'llm'")
+        if not isinstance(history, int) or history < 1:
+            raise ValueError(f"history must be an int >= 1, got {history!r}")
+        if store is not None and not (hasattr(store, "list_runs") and hasattr(store, "get_trajectory")):
+            raise TypeError(
+                f"store must be a SpanStore (list_runs, get_trajectory), got {type(store).__name__}"
+            )
+        self.store = store
+        self.mode: Literal["offline", "llm"] = mode
+        self.model = model
+        self.history = history
+
+    def judge(self, trajectory: Trajectory) -> Judgement:
+        """Decide whether ``trajectory`` (or the run before it in its thread) failed."""
+        from causal_middleware.context.conversation import conversation_from_trajectories
+        from causal_middleware.context.detector import detect
+        from causal_middleware.context.llm import LLMResponseError
+
+        if trajectory.is_counterfactual:
+            return Judgement(failed=None, reason="counterfactual runs are not judged")
+        runs = self.thread_runs(trajectory)
+        conversation = conversation_from_trajectories(runs, session_id=trajectory.thread_id)
+        try:
+            detection = detect(conversation, mode=self.mode, model=self.model)
+        except LLMResponseError as exc:
+            return Judgement(failed=None, reason=f"the {self.mode} detector failed: {exc}")
+        if detection.status == "not_run":
+            return Judgement(failed=None, reason=f"the {self.mode} detector did not run: {detection.reason}")
+        turn = len(runs)  # conversation_from_trajectories numbers the runs' turns from 1
+        mine = [s for s in detection.signals if s.turn == turn]
+        previous = runs[-2] if len(runs) > 1 else None
+        rejected = [s for s in mine if _blames_previous(s, conversation)]
+        own = [s for s in mine if s not in rejected]
+        user_rejects = bool(rejected) and _escalates(conversation.session_id, rejected)
+        if user_rejects and previous is not None:
+            return Judgement(
+                failed=True,
+                run_id=previous.run_id,
+                reason=f"the user rejected the previous run's reply: {_evidence(rejected)}",
+            )
+        if own and _escalates(conversation.session_id, own):
+            return Judgement(failed=True, reason=f"this run failed: {_evidence(own)}")
+        if not mine:
+            return Judgement(failed=False, reason=f"no dissatisfaction signal in turn {turn}")
+        if user_rejects:  # and there is no previous run
+            return Judgement(
+                failed=False,
+                reason=f"no earlier run in the thread for the user's reaction to blame: {_evidence(mine)}",
+            )
+        return Judgement(failed=False, reason=f"signals below the escalation threshold: {_evidence(mine)}")
+
+    def thread_runs(self, trajectory: Trajectory) -> list[Trajectory]:
+        """The user runs of the judged run's thread, oldest first, ending with the judged run."""
+        if self.store is None or not trajectory.thread_id:
+            return [trajectory]
+        summaries = [
+            r
+            for r in self.store.list_runs(thread_id=trajectory.thread_id, limit=None)
+            if r.parent_run_id is None
+        ]
+        ordered = sorted(summaries, key=lambda r: (r.started_at is None, r.started_at or 0, r.run_id))
+        ids = [r.run_id for r in ordered]
+        if trajectory.run_id in ids:
+            earlier = ids[: ids.index(trajectory.run_id)]
+        else:  # not listed yet: what started before it
+            start = trajectory.started_at
+            earlier = [r.run_id for r in ordered if start and r.started_at and r.started_at < start]
+        keep = earlier[-(self.history - 1) :] if self.history > 1 else []
+        runs = [self.store.get_trajectory(run_id) for run_id in keep]
+        return [t for t in runs if not t.is_counterfactual] + [trajectory]
+
+
+def _blames_previous(signal: Signal, conversation: Conversation) -> bool:
+    kind = str(signal.type)
+    if kind in USER_REACTION_SIGNALS:
+        return True
+    if kind == "EXPLICIT_FEEDBACK":  # in the user's message: about the reply before it
+        return signal.node_id is not None and _node_type(conversation, signal.node_id) == "user"
+    return False
+
+
+def _node_type(conversation: Conversation, node_id: str) -> str | None:
+    try:
+        return str(conversation.node(node_id).type)
+    except KeyError:
+        return None
+
+
+def _escalates(session_id: str, signals: Sequence[Signal]) -> bool:
+    from causal_middleware.context.signals import Detection
+
+    return Detection.from_signals(session_id, list(signals)).escalate
+
+
+def _evidence(signals: Sequence[Signal]) -> str:
+    strongest = sorted(signals, key=lambda s: s.weighted, reverse=True)
+    return "; ".join(f'{s.type.value} in turn {s.turn}: "{s.evidence}"' for s in strongest)
