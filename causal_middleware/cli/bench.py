@@ -284,16 +284,21 @@ def load_judge(spec: str) -> Any:
 def run_repair(p: dict[str, Any]) -> dict[str, Any]:
     from causal_middleware.bench.repair import DEFAULT_FAMILIES, run_repair_bench
     from causal_middleware.integrations.langgraph.reference_agent.adapter import reference_sweep_environment
+    from causal_middleware.models.offline import OfflineChatModel
     from causal_middleware.repair.service import RepairConfig
     from causal_middleware.store.memory import InMemorySpanStore
     from causal_middleware.world.generator import generate_world
 
     seed = p.get("seed", 0)
+    temperature = p.get("temperature", 0.0)
     env = reference_sweep_environment(
-        generate_world(p.get("n", 100), seed=seed), store=InMemorySpanStore(), seed=seed
+        generate_world(p.get("n", 100), seed=seed),
+        store=InMemorySpanStore(),
+        seed=seed,
+        model=OfflineChatModel(seed=seed, temperature=temperature) if temperature else None,
     )
     try:
-        return run_repair_bench(
+        results = run_repair_bench(
             env,
             inject_questions=p.get("inject_questions", 20),
             families=tuple(p.get("families", DEFAULT_FAMILIES)),
@@ -305,6 +310,8 @@ def run_repair(p: dict[str, Any]) -> dict[str, Any]:
         )
     finally:
         env.close()
+    results["config"]["temperature"] = temperature
+    return results
 
 
 def run_context(p: dict[str, Any]) -> dict[str, Any]:

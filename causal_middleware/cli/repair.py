@@ -269,6 +269,12 @@ def register_bench(bench_subparsers: Any) -> None:
     p.add_argument("--depths", type=int, nargs="+", default=[1, 2], help="fault depths (default 1 2)")
     p.add_argument("--families", nargs="+", help="fault families (default: all seven)")
     p.add_argument("--k", type=int, default=3, help="proposals per candidate step (default 3)")
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=0.0,
+        help="the offline model's sampling temperature in [0, 1] (default 0: deterministic re-runs)",
+    )
     add_json_arg(p)
     p.set_defaults(func=_bench)
 
@@ -277,34 +283,31 @@ def _bench(args: argparse.Namespace) -> int:
     import sys
     import time
 
-    from causal_middleware.bench.repair import DEFAULT_FAMILIES, format_repair_table, run_repair_bench
-    from causal_middleware.integrations.langgraph.reference_agent.adapter import reference_sweep_environment
-    from causal_middleware.repair.service import RepairConfig
-    from causal_middleware.store.memory import InMemorySpanStore
-    from causal_middleware.world.generator import generate_world
+    from causal_middleware.bench.repair import DEFAULT_FAMILIES, format_repair_table
+    from causal_middleware.cli.bench import run_repair
 
     if args.n < 1:
         raise ValueError(f"--n must be at least 1, got {args.n}")
+    if not 0.0 <= args.temperature <= 1.0:
+        raise ValueError(f"--temperature must be in [0, 1], got {args.temperature}")
     started = time.perf_counter()
-    world = generate_world(args.n, seed=args.seed)
-    env = reference_sweep_environment(world, store=InMemorySpanStore(), seed=args.seed)
 
     def say(message: str) -> None:
         print(f"[{time.perf_counter() - started:6.1f}s] {message}", file=sys.stderr)
 
-    try:
-        results = run_repair_bench(
-            env,
-            inject_questions=args.inject_questions,
-            families=tuple(args.families or DEFAULT_FAMILIES),
-            depths=tuple(args.depths),
-            max_injected=args.max_injected,
-            config=RepairConfig(k=args.k),
-            seed=args.seed,
-            progress=None if args.json else say,
-        )
-    finally:
-        env.close()
+    results = run_repair(
+        {
+            "n": args.n,
+            "seed": args.seed,
+            "inject_questions": args.inject_questions,
+            "families": list(args.families or DEFAULT_FAMILIES),
+            "depths": list(args.depths),
+            "max_injected": args.max_injected,
+            "k": args.k,
+            "temperature": args.temperature,
+            "progress": None if args.json else say,
+        }
+    )
     out = Path(args.out)
     if out.is_dir() or args.out.endswith("/"):
         out.mkdir(parents=True, exist_ok=True)

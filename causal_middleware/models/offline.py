@@ -19,7 +19,9 @@ Token usage is counted with a simple regex tokenizer and reported like a hosted 
 
 from __future__ import annotations
 
+import random
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -27,7 +29,7 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models.chat_models import BaseChatModel, LangSmithParams
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from causal_middleware.models.offline_policy import (
     UNKNOWN_ANSWER,
@@ -80,11 +82,30 @@ class OfflineChatModel(BaseChatModel):
 
     model_name: str = DEFAULT_MODEL_NAME
     seed: int = 0
-    temperature: float = 0.0
+    temperature: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="0: the same prompt always gets the same reply. t > 0 samples: each prompt-specific "
+        "draw (misreading a namesake, trusting a false premise, grabbing an off-topic value, ...) is "
+        "replaced by a fresh one with probability t, from a random stream seeded with `seed` (so a "
+        "re-run of the same step can go another way, as with an LLM sampled at a temperature)",
+    )
     susceptibility: Susceptibility = Field(default_factory=Susceptibility)
     gold: GoldDecompositionPlanner | None = Field(
         default=None, description="gold decompositions; set = simulate mode (see simulating())"
     )
+
+    _sampler: random.Random | None = PrivateAttr(default=None)
+    _sampler_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    def _resample(self) -> float | None:
+        with self._sampler_lock:
+            if self._sampler is None:
+                self._sampler = random.Random(self.seed)
+            if self._sampler.random() >= self.temperature:
+                return None
+            return self._sampler.random()
 
     @classmethod
     def simulating(cls, questions: Iterable[Question], **kwargs: Any) -> OfflineChatModel:
@@ -104,6 +125,7 @@ class OfflineChatModel(BaseChatModel):
         return {
             "model_name": self.model_name,
             "seed": self.seed,
+            "temperature": self.temperature,
             "simulate": self.simulate,
             "susceptibility": self.susceptibility.model_dump(),
         }
@@ -128,7 +150,8 @@ class OfflineChatModel(BaseChatModel):
     def respond(self, prompt: str, context: str | None = None) -> str:
         """The reply text for ``prompt``; ``context`` (all messages) seeds the random draws."""
         view = read_prompt(prompt)
-        dice = Dice(self.seed, context if context is not None else prompt)
+        resample = self._resample if self.temperature > 0 else None
+        dice = Dice(self.seed, context if context is not None else prompt, resample)
         policy: WorldPolicy | SimulatedPolicy
         policy = SimulatedPolicy(self.gold) if self.gold is not None else WorldPolicy(self.susceptibility)
         if view.task == "decide":

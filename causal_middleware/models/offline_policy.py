@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -149,14 +149,23 @@ def _question_key(text: str) -> str:
 
 
 class Dice:
-    """Uniform draws in [0, 1) fixed by (seed, purpose, prompt)."""
+    """Uniform draws in [0, 1) fixed by (seed, purpose, prompt).
 
-    def __init__(self, seed: int, prompt: str) -> None:
+    ``resample`` (a sampling model's) may replace a prompt-specific draw with a fresh one: it
+    returns a new draw, or None to keep the fixed one. Stable draws are never resampled.
+    """
+
+    def __init__(self, seed: int, prompt: str, resample: Callable[[], float | None] | None = None) -> None:
         self.seed = seed
         self.prompt_digest = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
+        self.resample = resample
 
     def draw(self, purpose: str) -> float:
-        """A draw specific to this prompt."""
+        """A draw specific to this prompt (fresh, when the model samples and resamples it)."""
+        if self.resample is not None:
+            fresh = self.resample()
+            if fresh is not None:
+                return fresh
         return self.draw_stable(f"{purpose}|{self.prompt_digest}")
 
     def draw_stable(self, key: str) -> float:

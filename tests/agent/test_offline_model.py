@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
+from pydantic import ValidationError
 
 from causal_middleware.models.offline import OfflineChatModel, Susceptibility, count_tokens
 from causal_middleware.models.offline_prompts import read_prompt
@@ -167,6 +169,30 @@ def test_susceptibility_draws_are_seeded_and_mixed():
         assert first == again
         picks.append(first == "FACT: Lesk")
     assert 5 < sum(picks) < 35
+
+
+def test_a_sampling_model_varies_between_calls_reproducibly():
+    docs = [("p1", "Tavin Oruka", "Tavin Oruka was born in Lesk.")]
+    half = Susceptibility(namesake_confusion=0.5, detect_off_topic=1.0)
+    prompt = read_prompt_text("Where was Tavin Oruko born?", docs)
+
+    def replies(model: OfflineChatModel) -> list[str]:
+        return [reply(model, prompt) for _ in range(30)]
+
+    fixed = replies(OfflineChatModel(seed=3, susceptibility=half))
+    assert len(set(fixed)) == 1  # temperature 0: one prompt, one reply
+    sampled = replies(OfflineChatModel(seed=3, susceptibility=half, temperature=1.0))
+    assert set(sampled) == {"FACT: Lesk", "FACT: NONE"}
+    assert sampled == replies(OfflineChatModel(seed=3, susceptibility=half, temperature=1.0))  # seeded stream
+    assert sampled != replies(OfflineChatModel(seed=4, susceptibility=half, temperature=1.0))
+    # planning uses only stable draws (drift beliefs, dead-end re-checks), never resampled
+    planner = OfflineChatModel(seed=3, temperature=1.0)
+    assert len({reply(planner, decide_prompt_text()) for _ in range(10)}) == 1
+
+
+def test_temperature_is_validated():
+    with pytest.raises(ValidationError, match="temperature"):
+        OfflineChatModel(temperature=1.5)
 
 
 # --- as a LangChain chat model ---------------------------------------------------------------

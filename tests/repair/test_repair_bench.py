@@ -81,3 +81,22 @@ def test_tiny_benchmark_on_the_reference_agent() -> None:
     if injected["n_failed"]:
         assert injected["repair_rate"] is not None
     assert "| repair_rate |" in format_repair_table(results)
+
+
+def test_bench_repair_cli_rejects_a_temperature_out_of_range(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from causal_middleware.cli.main import main
+
+    out = tmp_path / "r.json"
+    assert main(["bench", "repair", "--out", str(out), "--temperature", "1.5"]) == 2
+    assert "--temperature must be in [0, 1], got 1.5" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_tiny_benchmark_with_a_sampling_agent_records_its_temperature() -> None:
+    from causal_middleware.cli.bench import run_repair
+
+    results = run_repair(
+        {"n": 4, "inject_questions": 2, "families": ["false_premise"], "depths": [1], "temperature": 0.5}
+    )
+    assert results["config"]["temperature"] == 0.5
+    assert results["n_failed"] == results["natural"]["n_failed"] + results["injected"]["n_failed"]
