@@ -24,9 +24,9 @@ Metrics (``results.json``; each at the top level for all failures, and under ``n
   for ``injected`` the recovered faulted units plus the failed ones attempted, which is every
   faulted unit unless ``max_injected`` capped them); ``accuracy_before`` is the same without repairs;
 * ``minimality_mean``: mean minimality of the validated repairs; ``minimality_by_node`` the same
-  per repaired node; ``whole_output_rewrites``: validated repairs sharing no token with the step's
-  original output (minimality 0: e.g. evidence for an empty retrieval, a search instead of a
-  premature answer);
+  per repaired node; ``zero_minimality_repairs``: validated repairs of minimality 0, which leave no token of
+  the step's original output in its place (e.g. evidence for an empty retrieval, a search instead
+  of a premature answer; also any edit that shifts every token of the output);
 * ``crs_precision``: flagged steps (CRS 1) whose repair passed validation / flagged steps;
 * ``reexec_per_repaired``: suffix re-executions spent on all failed runs (search + validation) /
   repaired runs; ``naive_reexec_per_repaired``: the exhaustive baseline (candidate steps x K,
@@ -311,7 +311,7 @@ def summarize(
             node: _round(statistics.fmean(r.minimality or 0.0 for r in repaired if r.repaired_node == node))
             for node in sorted({r.repaired_node for r in repaired if r.repaired_node})
         },
-        "whole_output_rewrites": sum(1 for r in repaired if not r.minimality),
+        "zero_minimality_repairs": sum(1 for r in repaired if not r.minimality),
         "statuses": dict(Counter(r.status for r in rows)),
         "repaired_by_source": dict(Counter(r.source for r in repaired if r.source)),
     }

@@ -72,6 +72,29 @@ def _content_text(message: BaseMessage) -> str:
     return "\n".join(parts)
 
 
+class _Sampler:
+    """The sampling model's random stream: seeded, thread-safe, and fresh in every copy (a
+    deep copy or an unpickled model restarts from the seed instead of sharing a lock)."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+
+    def resample(self, temperature: float) -> float | None:
+        """A fresh draw with probability ``temperature``, else None (keep the fixed draw)."""
+        with self._lock:
+            if self._rng.random() >= temperature:
+                return None
+            return self._rng.random()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Sampler:
+        return _Sampler(self.seed)
+
+    def __reduce__(self) -> tuple[type[_Sampler], tuple[int]]:
+        return (_Sampler, (self.seed,))
+
+
 class OfflineChatModel(BaseChatModel):
     """Deterministic, seeded chat model for the reference agent (see the module docstring).
 
@@ -89,23 +112,20 @@ class OfflineChatModel(BaseChatModel):
         description="0: the same prompt always gets the same reply. t > 0 samples: each prompt-specific "
         "draw (misreading a namesake, trusting a false premise, grabbing an off-topic value, ...) is "
         "replaced by a fresh one with probability t, from a random stream seeded with `seed` (so a "
-        "re-run of the same step can go another way, as with an LLM sampled at a temperature)",
+        "re-run of the same step can go another way, as with an LLM sampled at a temperature). The "
+        "stream is reproducible when calls run one at a time (concurrent forks interleave it)",
     )
     susceptibility: Susceptibility = Field(default_factory=Susceptibility)
     gold: GoldDecompositionPlanner | None = Field(
         default=None, description="gold decompositions; set = simulate mode (see simulating())"
     )
 
-    _sampler: random.Random | None = PrivateAttr(default=None)
-    _sampler_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _sampler: _Sampler | None = PrivateAttr(default=None)
 
     def _resample(self) -> float | None:
-        with self._sampler_lock:
-            if self._sampler is None:
-                self._sampler = random.Random(self.seed)
-            if self._sampler.random() >= self.temperature:
-                return None
-            return self._sampler.random()
+        if self._sampler is None:
+            self._sampler = _Sampler(self.seed)
+        return self._sampler.resample(self.temperature)
 
     @classmethod
     def simulating(cls, questions: Iterable[Question], **kwargs: Any) -> OfflineChatModel:

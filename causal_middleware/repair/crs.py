@@ -129,11 +129,13 @@ def compute_crs(
     cache: ForkCache | None = None,
     feedback: str | None = None,
     respect_lineage: bool = True,
+    extra_feedback: str | None = None,
 ) -> CRSResult:
     """Causal Responsibility Scores of ``trajectory``'s candidate steps (see the module docstring).
 
     ``candidates`` restricts the steps probed (step ids or node names). ``feedback`` overrides the
-    failure feedback handed to the proposer (default: the verifier's feedback on the run). A run
+    failure feedback handed to the proposer (default: the verifier's feedback on the run);
+    ``extra_feedback`` is appended to it (e.g. the user's correction that flagged the run). A run
     the verifier judges successful is not probed (``baseline_success=True``, no scores).
     ``respect_lineage``: see :func:`~causal_middleware.repair.candidates.candidate_steps`.
     """
@@ -156,6 +158,8 @@ def compute_crs(
     steps = candidate_steps(trajectory, candidates, respect_lineage=respect_lineage)
     cost.naive_reexecutions = len(steps) * k
     hint = feedback if feedback is not None else baseline.feedback
+    if extra_feedback and extra_feedback not in (hint or ""):
+        hint = f"{hint}\n{extra_feedback}" if hint else extra_feedback
     stop_reason: str | None = None
     for step in steps:
         score = StepScore(

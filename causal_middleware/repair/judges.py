@@ -8,10 +8,10 @@ the detector finds it:
 * in the user's message of this turn (the user reacting to the reply they got): the PREVIOUS
   run of the thread failed: ``CORRECTION``, ``CONVERSATIONAL_REPAIR``,
   ``CLARIFICATION_REQUEST``, ``NEGATIVE_SENTIMENT``, ``REPETITION``, ``SESSION_ABANDONMENT``,
-  and ``EXPLICIT_FEEDBACK`` written in the message (a thumbs-down, "rated 1/5");
+  and ``EXPLICIT_FEEDBACK`` (a thumbs-down, "rated 1/5") in the message or tied to no node;
 * in this run's own execution: THIS run failed: ``TOOL_EXECUTION_ERROR`` (a tool or retrieval
-  node of this turn), ``SEMANTIC_DRIFT`` (this turn's reply), and ``EXPLICIT_FEEDBACK`` not
-  attached to a user message (a feedback record on this turn).
+  node of this turn), ``SEMANTIC_DRIFT`` (this turn's reply), and ``EXPLICIT_FEEDBACK`` the
+  detector ties to a node of this turn other than the user's message.
 
 Only signals that escalate on their own terms count (``Detection.escalate`` applied to them: any
 system signal, or a weighted confidence of at least 0.7); when both groups escalate, the user's
@@ -99,6 +99,8 @@ class DissatisfactionJudge:
             detection = detect(conversation, mode=self.mode, model=self.model)
         except LLMResponseError as exc:
             return Judgement(failed=None, reason=f"the {self.mode} detector failed: {exc}")
+        except Exception as exc:  # a model or API error: cannot tell, like a detector that did not run
+            return Judgement(failed=None, reason=f"the {self.mode} detector failed: {type(exc).__name__}: {exc}")
         if detection.status == "not_run":
             return Judgement(failed=None, reason=f"the {self.mode} detector did not run: {detection.reason}")
         turn = len(runs)  # conversation_from_trajectories numbers the runs' turns from 1
@@ -149,8 +151,11 @@ def _blames_previous(signal: Signal, conversation: Conversation) -> bool:
     kind = str(signal.type)
     if kind in USER_REACTION_SIGNALS:
         return True
-    if kind == "EXPLICIT_FEEDBACK":  # in the user's message: about the reply before it
-        return signal.node_id is not None and _node_type(conversation, signal.node_id) == "user"
+    if kind == "EXPLICIT_FEEDBACK":
+        # a thumbs-down reacts to a reply the user has seen, i.e. the previous run's, unless the
+        # detector tied it to a node of this turn other than the user's message
+        kind_of_node = _node_type(conversation, signal.node_id) if signal.node_id is not None else None
+        return kind_of_node in (None, "user")
     return False
 
 

@@ -66,11 +66,14 @@ def repair_run(
     llm_validator: LLMValidator | None = None,
     cache: ForkCache | None = None,
     write: bool = True,
+    feedback: str | None = None,
 ) -> RepairResult:
     """Find, validate and explain the minimal repair of one failed run.
 
     ``run`` is a run id (read from ``store``) or a trajectory. With ``write`` and a ``store``, the
     result is kept as a ``repair`` record and the attribution as a ``diagnosis`` record.
+    ``feedback`` (e.g. the user's correction that got the run judged failed) is handed to the
+    proposer as the failure feedback, after the verifier's own.
     """
     cfg = config or RepairConfig()
     if cfg.validation_min_flips > cfg.validation_runs:
@@ -95,6 +98,7 @@ def repair_run(
         max_reexecutions=cfg.max_reexecutions,
         cache=cache,
         respect_lineage=cfg.respect_lineage,
+        extra_feedback=feedback,
     )
     cost = crs.cost.model_copy()
     result = RepairResult(run_id=trajectory.run_id, status="no_flip", crs=crs, cost=cost)
@@ -264,7 +268,8 @@ class RepairService:
         self.llm_validator = llm_validator
         self.cache = cache if cache is not None else ForkCache()
 
-    def repair(self, run: str | Trajectory, *, write: bool = True) -> RepairResult:
+    def repair(self, run: str | Trajectory, *, write: bool = True, feedback: str | None = None) -> RepairResult:
+        """:func:`repair_run` with the bound collaborators (``feedback``: see there)."""
         return repair_run(
             run,
             backend=self.backend,
@@ -275,6 +280,7 @@ class RepairService:
             llm_validator=self.llm_validator,
             cache=self.cache,
             write=write,
+            feedback=feedback,
         )
 
 

@@ -14,6 +14,7 @@ swallowed and counted (``causal_middleware.spans.health``), never raised into th
 from __future__ import annotations
 
 import collections
+import inspect
 import queue
 import threading
 import time
@@ -113,8 +114,11 @@ class RepairQueue:
     When the judgement names another run (``Judgement.run_id``, e.g. the previous turn the user
     rejected), that run is the one annotated, repaired, linked from the spans and passed to
     ``on_result``; it is skipped (counted in ``stats.skipped_forks`` / ``stats.skipped_unknown``,
-    no ``on_result``) when it is a fork or not in the store. A run already repaired by this queue
-    is not repaired again (``stats.skipped_repeats``).
+    no ``on_result``) when it is a fork or not in the store. A run this queue already repaired is
+    not repaired again (``stats.skipped_repeats``, no ``on_result``); a repair that raised may be
+    retried when the run is blamed again. The judgement's ``reason`` (e.g. the user's correction)
+    reaches a repairer whose ``repair`` takes ``feedback=`` (``RepairService`` does) as failure
+    feedback for its proposer.
     """
 
     def __init__(
@@ -246,13 +250,13 @@ class RepairQueue:
             with self._lock:
                 self.stats.skipped_repeats += 1
             return
-        self._repaired[run_id] = None
-        if len(self._repaired) > _REMEMBER_REPAIRED:
-            self._repaired.popitem(last=False)
         if trajectory.outcome in (None, Outcome.UNKNOWN):
             self.store.annotate(run_id, outcome=Outcome.FAILURE)
             trajectory = trajectory.model_copy(update={"outcome": Outcome.FAILURE})
-        result = self._repair(trajectory)
+        result = self._repair(trajectory, judgement.reason or None)
+        self._repaired[run_id] = None  # only once it returned: a repair that raised may be retried
+        if len(self._repaired) > _REMEMBER_REPAIRED:
+            self._repaired.popitem(last=False)
         self.results.append(result)
         with self._lock:
             self.stats.repaired += int(result.status == "repaired")
@@ -281,14 +285,27 @@ class RepairQueue:
         return trace.get_tracer(TRACER_NAME)
 
 
-def _repair_callable(repairer: Any) -> Callable[[Trajectory], RepairResult]:
+def _repair_callable(repairer: Any) -> Callable[[Trajectory, str | None], RepairResult]:
+    """``fn(trajectory, feedback)``: the repairer's ``repair`` method or the repairer itself, given
+    the judgement's reason as ``feedback=`` when it takes that keyword (``RepairService`` does)."""
     if hasattr(repairer, "repair") and callable(repairer.repair):
-        return repairer.repair
-    if callable(repairer):
-        return repairer
-    raise TypeError(
-        f"repairer must have a repair(trajectory) method or be callable, got {type(repairer).__name__}"
-    )
+        fn = repairer.repair
+    elif callable(repairer):
+        fn = repairer
+    else:
+        raise TypeError(
+            f"repairer must have a repair(trajectory) method or be callable, got {type(repairer).__name__}"
+        )
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # a callable without a signature: call it the plain way
+        params = []
+    takes_feedback = any(p.name == "feedback" or p.kind is p.VAR_KEYWORD for p in params)
+
+    def call(trajectory: Trajectory, feedback: str | None) -> RepairResult:
+        return fn(trajectory, feedback=feedback) if takes_feedback else fn(trajectory)
+
+    return call
 
 
 def root_span_id(store: Any, run_id: str) -> str | None:

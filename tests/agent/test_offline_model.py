@@ -190,6 +190,19 @@ def test_a_sampling_model_varies_between_calls_reproducibly():
     assert len({reply(planner, decide_prompt_text()) for _ in range(10)}) == 1
 
 
+def test_a_sampling_model_copies_and_pickles_with_a_fresh_stream():
+    import copy
+    import pickle
+
+    docs = [("p1", "Tavin Oruka", "Tavin Oruka was born in Lesk.")]
+    prompt = read_prompt_text("Where was Tavin Oruko born?", docs)
+    half = Susceptibility(namesake_confusion=0.5, detect_off_topic=1.0)
+    model = OfflineChatModel(seed=5, susceptibility=half, temperature=1.0)
+    first = [reply(model, prompt) for _ in range(12)]
+    for clone in (copy.deepcopy(model), pickle.loads(pickle.dumps(model)), model.model_copy(deep=True)):
+        assert [reply(clone, prompt) for _ in range(12)] == first  # restarted from the seed
+
+
 def test_temperature_is_validated():
     with pytest.raises(ValidationError, match="temperature"):
         OfflineChatModel(temperature=1.5)

@@ -21,9 +21,11 @@ class ScriptedProposer:
     def __init__(self, script: dict[tuple[str, int | None], list[dict[str, Any]]]) -> None:
         self.script = script
         self.asked: list[tuple[str | None, int | None]] = []
+        self.feedback: list[str] = []
 
     def propose(self, trajectory: Trajectory, step: NodeStep, k: int, *, feedback: str = "") -> ProposalBatch:
         self.asked.append((step.node, step.hop))
+        self.feedback.append(feedback)
         values = self.script.get((step.node or "", step.hop), [])
         return ProposalBatch(
             proposals=[

@@ -191,3 +191,15 @@ def test_a_fork_is_probed_from_its_fork_point_on(clean_world: World) -> None:
     naive = ScriptedProposer({("decide", 1): [{"sub_query": "Who founded Acme Corp?", "retry": 1}]})
     loose = compute_crs(faulted, clean_world.backend, naive, ReferenceVerifier(), respect_lineage=False)
     assert [(s.node, s.hop) for s in loose.flagged] == [("decide", 1)]
+
+
+def test_extra_feedback_reaches_the_proposer_once(sloppy_world: World) -> None:
+    run = sloppy_world.backend.run()
+    proposer = ScriptedProposer(SCRIPT)
+    compute_crs(run, sloppy_world.backend, proposer, ReferenceVerifier(), extra_feedback="user: it's Paris")
+    assert proposer.feedback and all(f.endswith("\nuser: it's Paris") for f in proposer.feedback)
+    assert all("does not match the reference" in f for f in proposer.feedback)  # the verifier's, first
+    again = ScriptedProposer(SCRIPT)
+    verdict = ReferenceVerifier().verify(run).feedback
+    compute_crs(run, sloppy_world.backend, again, ReferenceVerifier(), extra_feedback=verdict)
+    assert all(f == verdict for f in again.feedback)  # not repeated when it is the verifier's own

@@ -343,3 +343,65 @@ def test_a_run_blamed_twice_is_repaired_once() -> None:
     queue.close()
     assert calls == [first.run_id]
     assert queue.stats.judged_failed == 2 and queue.stats.skipped_repeats == 1
+
+
+def test_the_users_correction_reaches_a_repairer_that_takes_feedback() -> None:
+    store, (first, second) = _chat(
+        [QUESTION, "No, that's wrong, it's Canberra."], [WRONG, AIMessage(content="Canberra.")]
+    )
+    seen: list[tuple[str, str | None]] = []
+
+    class Service:  # the shape of RepairService.repair
+        def repair(self, run: Trajectory, *, write: bool = True, feedback: str | None = None) -> RepairResult:
+            seen.append((run.run_id, feedback))
+            return _result(run)
+
+    queue = RepairQueue(Service(), judge=DissatisfactionJudge(store), store=store)
+    queue.submit(second.run_id)
+    assert queue.wait_idle(GUARD)
+    queue.close()
+    [(run_id, feedback)] = seen
+    assert run_id == first.run_id and feedback is not None and "it's Canberra" in feedback
+
+
+def test_a_repair_that_raised_is_retried_when_blamed_again() -> None:
+    store, (first, second) = _chat([QUESTION, "Thanks!"], [WRONG, AIMessage(content="You're welcome.")])
+    calls: list[str] = []
+
+    class BlamesFirst:
+        def judge(self, trajectory: Trajectory) -> Judgement:
+            return Judgement(failed=True, run_id=first.run_id, reason="blamed by the test")
+
+    def flaky(trajectory: Trajectory) -> RepairResult:
+        calls.append(trajectory.run_id)
+        if len(calls) == 1:
+            raise RuntimeError("transient")
+        return _result(trajectory)
+
+    queue = RepairQueue(flaky, judge=BlamesFirst(), store=store)
+    for run in (first, second, second):
+        queue.submit(run.run_id)
+    assert queue.wait_idle(GUARD)
+    queue.close()
+    assert calls == [first.run_id, first.run_id]
+    assert queue.stats.errors == 1 and queue.stats.repaired == 0 and queue.stats.skipped_repeats == 1
+
+
+def test_a_failing_detector_model_cannot_tell() -> None:
+    store, (_, second) = _chat(
+        [QUESTION, "No, that's wrong, it's Canberra."], [WRONG, AIMessage(content="Canberra.")]
+    )
+
+    class Down(FakeListChatModel):
+        def _call(self, *args: Any, **kwargs: Any) -> str:
+            raise ConnectionError("api unreachable")
+
+    verdict = DissatisfactionJudge(store, mode="llm", model=Down(responses=["unused"])).judge(second)
+    assert verdict.failed is None and "ConnectionError: api unreachable" in verdict.reason
+
+
+def test_thumbs_down_tied_to_no_node_blames_the_reply_the_user_saw() -> None:
+    store, (first, second) = _chat([QUESTION, "Thumbs down."], [WRONG, AIMessage(content="Sorry.")])
+    said = '{"signals": [{"type": "EXPLICIT_FEEDBACK", "turn": 2, "evidence": "Thumbs down.", "confidence": 1.0}]}'
+    verdict = DissatisfactionJudge(store, mode="llm", model=FakeListChatModel(responses=[said])).judge(second)
+    assert verdict.failed is True and verdict.run_id == first.run_id

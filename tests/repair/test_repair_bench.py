@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from causal_middleware.integrations.langgraph.reference_agent.adapter import reference_sweep_environment
 
@@ -53,7 +55,7 @@ def test_summary_metrics_on_hand_made_rows() -> None:
     assert out["accuracy_before"] == 0.6 and out["post_repair_accuracy"] == 0.9
     assert out["minimality_mean"] == pytest.approx(1.4 / 3, abs=1e-4)
     assert out["minimality_by_node"] == {"decide": 0.45, "retrieve": 0.5}
-    assert out["whole_output_rewrites"] == 1
+    assert out["zero_minimality_repairs"] == 1
     assert out["crs_precision"] == pytest.approx(3 / 4, abs=1e-4)
     assert out["reexec_per_repaired"] == pytest.approx(32 / 3, abs=1e-4)  # 32 forks on 5 failures, 3 repaired
     assert out["naive_reexec_per_repaired"] == 30.0
@@ -92,11 +94,25 @@ def test_bench_repair_cli_rejects_a_temperature_out_of_range(tmp_path, capsys) -
     assert not out.exists()
 
 
-def test_tiny_benchmark_with_a_sampling_agent_records_its_temperature() -> None:
+def test_tiny_benchmark_with_a_sampling_agent_records_its_temperature(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from causal_middleware.integrations.langgraph.reference_agent import adapter
+
     from causal_middleware.cli.bench import run_repair
 
+    models: list[Any] = []
+    real = adapter.reference_sweep_environment
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        models.append(kwargs.get("model"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(adapter, "reference_sweep_environment", spy)
     results = run_repair(
         {"n": 4, "inject_questions": 2, "families": ["false_premise"], "depths": [1], "temperature": 0.5}
     )
     assert results["config"]["temperature"] == 0.5
+    [model] = models
+    assert model is not None and model.temperature == 0.5  # the agent itself samples
     assert results["n_failed"] == results["natural"]["n_failed"] + results["injected"]["n_failed"]
