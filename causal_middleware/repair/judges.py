@@ -100,7 +100,9 @@ class DissatisfactionJudge:
         except LLMResponseError as exc:
             return Judgement(failed=None, reason=f"the {self.mode} detector failed: {exc}")
         except Exception as exc:  # a model or API error: cannot tell, like a detector that did not run
-            return Judgement(failed=None, reason=f"the {self.mode} detector failed: {type(exc).__name__}: {exc}")
+            return Judgement(
+                failed=None, reason=f"the {self.mode} detector failed: {type(exc).__name__}: {exc}"
+            )
         if detection.status == "not_run":
             return Judgement(failed=None, reason=f"the {self.mode} detector did not run: {detection.reason}")
         turn = len(runs)  # conversation_from_trajectories numbers the runs' turns from 1

@@ -268,7 +268,9 @@ class RepairService:
         self.llm_validator = llm_validator
         self.cache = cache if cache is not None else ForkCache()
 
-    def repair(self, run: str | Trajectory, *, write: bool = True, feedback: str | None = None) -> RepairResult:
+    def repair(
+        self, run: str | Trajectory, *, write: bool = True, feedback: str | None = None
+    ) -> RepairResult:
         """:func:`repair_run` with the bound collaborators (``feedback``: see there)."""
         return repair_run(
             run,

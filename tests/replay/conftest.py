@@ -6,10 +6,17 @@ from __future__ import annotations
 
 import collections
 import functools
+import glob
 import operator
+import os
+import shutil
+import socket
 import sqlite3
+import subprocess
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -352,9 +359,14 @@ def checkpoint_rows(saver: Any) -> dict[Any, Any]:
         with saver.lock:
             for row in saver.conn.execute("SELECT * FROM checkpoints"):
                 rows[("checkpoint", *row[:3])] = row
-            for row in saver.conn.execute("SELECT * FROM writes"):
+            for row in saver.conn.execute(
+                "SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel, type, value "
+                "FROM writes"
+            ):
                 rows[("write", *row[:5])] = row
         return rows
+    if type(saver).__name__ == "PostgresSaver":
+        return postgres_rows(saver)
     raise TypeError(type(saver).__name__)
 
 
@@ -363,3 +375,126 @@ def run_snapshot(store: Any, run_id: str) -> tuple[list[str], str]:
     return [s.model_dump_json() for s in store.get_spans(run_id)], store.get_trajectory(
         run_id
     ).model_dump_json()
+
+
+# --- PostgreSQL ---------------------------------------------------------------------------------
+def _pg_bin(name: str) -> str | None:
+    found = shutil.which(name)
+    if found:
+        return found
+    candidates = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    return candidates[-1] if candidates else None
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _as_server_user(cmd: list[str]) -> list[str]:
+    # PostgreSQL refuses to run as root; CI and these machines run tests as root.
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        runuser = shutil.which("runuser")
+        if runuser is None:
+            pytest.skip("running as root and runuser is missing: cannot start PostgreSQL as another user")
+        return [runuser, "-u", "postgres", "--", *cmd]
+    return cmd
+
+
+@pytest.fixture(scope="session")
+def postgres_uri() -> Iterator[str]:
+    """A PostgreSQL server of its own (one per test session, i.e. per xdist worker)."""
+    pytest.importorskip(
+        "langgraph.checkpoint.postgres", reason="langgraph-checkpoint-postgres is not installed"
+    )
+    pytest.importorskip("psycopg_pool", reason="psycopg-pool is not installed")
+    initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
+    if initdb is None or pg_ctl is None:
+        pytest.skip(
+            "PostgreSQL server binaries (initdb, pg_ctl) are not installed (apt-get install postgresql)"
+        )
+    if os.geteuid() == 0:
+        try:
+            import pwd
+
+            user = pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.skip("running as root and there is no 'postgres' user to run the server as")
+    root = Path(tempfile.mkdtemp(prefix="causal-pg-"))
+    data, log = root / "data", root / "server.log"
+    if os.geteuid() == 0:
+        os.chown(root, user.pw_uid, user.pw_gid)
+    port = _free_port()
+    try:
+        subprocess.run(
+            _as_server_user(
+                [initdb, "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]
+            ),
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
+        subprocess.run(
+            _as_server_user(
+                [pg_ctl, "-D", str(data), "-l", str(log), "-o", options, "-w", "-t", "60", "start"]
+            ),
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        if (data / "postmaster.pid").exists():
+            subprocess.run(
+                _as_server_user([pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"]),
+                capture_output=True,
+                timeout=60,
+            )
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_saver(postgres_uri: str) -> Iterator[Any]:
+    """A PostgresSaver on a connection pool, its tables emptied."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
+
+    pool = ConnectionPool(
+        postgres_uri,
+        min_size=1,
+        max_size=8,
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        open=True,
+    )
+    try:
+        saver = PostgresSaver(pool)  # type: ignore[arg-type]
+        saver.setup()
+        with pool.connection() as conn:
+            conn.execute("TRUNCATE checkpoints, checkpoint_blobs, checkpoint_writes")
+        yield saver
+    finally:
+        pool.close()
+
+
+def postgres_rows(saver: Any) -> dict[Any, Any]:
+    """Every stored checkpoint, write and blob of a PostgresSaver, keyed by primary key."""
+    rows: dict[Any, Any] = {}
+    with saver.conn.connection() as conn:  # type: ignore[union-attr]
+        for row in conn.execute("SELECT * FROM checkpoints"):
+            rows[("checkpoint", row["thread_id"], row["checkpoint_ns"], row["checkpoint_id"])] = row
+        for row in conn.execute("SELECT * FROM checkpoint_writes"):
+            key = (
+                "write",
+                row["thread_id"],
+                row["checkpoint_ns"],
+                row["checkpoint_id"],
+                row["task_id"],
+                row["idx"],
+            )
+            rows[key] = row
+        for row in conn.execute("SELECT * FROM checkpoint_blobs"):
+            rows[("blob", row["thread_id"], row["checkpoint_ns"], row["channel"], row["version"])] = row
+    return rows

@@ -115,8 +115,10 @@ def test_replay_executes_nothing_and_rebuilds_the_recorded_path(shape: Shape) ->
         if s.kind == "node" and at_root(s) and (s.langgraph_step or 0) > fork_step
     ]
     assert fork.answer == parent.answer
-    leaf = shape.graph.get_state(checkpoint_config(shape.thread_id, fork.labels["replay.leaf_checkpoint_id"]))
-    assert leaf.next == ()
+    # the rebuilt path lives on the fork's own thread
+    assert fork.thread_id and fork.thread_id.startswith(f"{shape.thread_id}::fork-")
+    leaf = shape.graph.get_state(checkpoint_config(fork.thread_id, fork.labels["replay.leaf_checkpoint_id"]))
+    assert leaf.metadata is not None and leaf.next == ()
     if shape.name == "custom":  # the intervention is in the rebuilt state, next to the recorded steps
         assert [d["id"] for d in leaf.values["docs"]] == ["q1-d", "NEW", "q3-d"]
 

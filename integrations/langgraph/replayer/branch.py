@@ -8,7 +8,8 @@ loop. When the next checkpoint came from ``update_state`` (an intervention, or a
 the checkpointer keeps no record of what was written, so the output is taken from the in-process
 cache of updates this replayer made, else from the run's own trajectory (the span JSON). A next
 checkpoint of source ``fork`` is a copy LangGraph saves when a run starts from a checkpoint the
-thread has moved past (concurrent forks of one thread): no node ran in between.
+thread has moved past (LangGraph time travel on the user's own thread, or forks recorded before
+each fork got a thread of its own): no node ran in between.
 """
 
 from __future__ import annotations

@@ -14,11 +14,14 @@ return ``output`` without running (its span gets ``causal.node.frozen=true``).
 Nodes inside a subgraph are never overridden on their own: freezing the subgraph's node in the
 parent graph already covers them.
 
-Step numbers: when another fork of the same thread wrote a checkpoint between this fork's
-``update_state`` and the start of its run, LangGraph saves one more "fork" checkpoint before
-running, so every ``langgraph_step`` of this fork is one higher than the parent's for the same
-position. The first node call tells the offset (the fork's first superstep is ``fork_step + 1``
-in the parent's numbering), and recorded outputs are looked up with it.
+Step numbers: if anything wrote to the fork's thread between the fork's ``update_state`` and the
+start of its run, LangGraph would save one more "fork" checkpoint before running, and every
+``langgraph_step`` of the fork would be one higher than the parent's for the same position. The
+first node call tells the offset (the fork's first superstep is ``fork_step + 1`` in the parent's
+numbering), and recorded outputs are looked up with it. Since every fork runs on a fresh thread of
+its own (``fork_thread``), nothing else writes there and the offset is 0 (concurrent forks of one
+run used to share its thread and hit this); the check stays as a safeguard, reported in the
+``replay.suffix.step_offset`` label.
 """
 
 from __future__ import annotations

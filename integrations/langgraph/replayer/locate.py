@@ -24,6 +24,7 @@ __all__ = [
     "hop_nodes_of",
     "describe_node_steps",
     "find_leaf_in_history",
+    "first_checkpoint_id",
     "leaf_checkpoint_id",
     "pre_checkpoint",
     "select_fork_step",
@@ -133,6 +134,15 @@ def leaf_checkpoint_id(trajectory: Trajectory) -> str | None:
     if not with_ids:
         return None
     return max(with_ids, key=lambda s: s.langgraph_step or 0).checkpoint_id
+
+
+def first_checkpoint_id(trajectory: Trajectory) -> str | None:
+    """The checkpoint the run's first root-graph node ran from (for a fork, its stitched prefix's
+    first: the original run's); None when the spans carry no checkpoint ids."""
+    with_ids = [s for s in _node_steps(trajectory) if at_root(s) and s.checkpoint_id]
+    if not with_ids:
+        return None
+    return min(with_ids, key=lambda s: s.langgraph_step or 0).checkpoint_id
 
 
 def _created(snapshot: Any) -> datetime | None:

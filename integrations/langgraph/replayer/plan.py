@@ -1,4 +1,5 @@
-"""Planning a fork: the new output of the fork step, its lineage, what the suffix may replay.
+"""Planning a fork: the new output of the fork step, its lineage, what the suffix may replay,
+and the fork's own thread.
 
 Everything here is decided before anything is written, so a bad request fails without leaving a
 checkpoint behind.
@@ -22,6 +23,7 @@ from causal_middleware.replay.stitch import HOPS_OFFSET_LABEL, at_root
 from causal_middleware.spans.model import Lineage, NodeStep, Trajectory
 
 from .branch import Branch, checkpoint_config
+from .fork_thread import new_fork_thread_id
 from .lineage import build_lineage
 
 __all__ = ["ForkPlan", "awrite_fork", "make_plan", "write_fork"]
@@ -29,11 +31,13 @@ __all__ = ["ForkPlan", "awrite_fork", "make_plan", "write_fork"]
 
 @dataclass
 class ForkPlan:
-    """Everything decided before the fork is written: the parent, the fork point, the new output."""
+    """Everything decided before the fork is written: the parent, the fork point, the new output,
+    the thread the fork runs on (``fork_thread_id``; the parent's is ``thread_id``)."""
 
     request: ForkRequest
     parent: Trajectory
     thread_id: str
+    fork_thread_id: str
     fork_step: NodeStep
     pre: Any
     branch: Branch
@@ -112,6 +116,7 @@ def make_plan(
         request=request,
         parent=parent,
         thread_id=point.thread_id,
+        fork_thread_id=new_fork_thread_id(point.thread_id),
         fork_step=fork_step,
         pre=pre,
         branch=branch,
@@ -202,8 +207,9 @@ def _write_error(plan: ForkPlan, exc: Exception) -> ReplayError:
 
 
 def write_fork(update_state: Callable[..., Any], plan: ForkPlan) -> Any:
-    """``update_state`` the plan's new output onto its fork checkpoint, as the fork node; the new config."""
-    config = checkpoint_config(plan.thread_id, str(plan.pre.config["configurable"]["checkpoint_id"]))
+    """``update_state`` the plan's new output onto the fork checkpoint, as the fork node, on the fork
+    thread (which must already hold the copied branch); the new config."""
+    config = checkpoint_config(plan.fork_thread_id, str(plan.pre.config["configurable"]["checkpoint_id"]))
     try:
         return dict(update_state(config, plan.update_values, as_node=plan.node))
     except (InvalidUpdateError, ValueError, TypeError, KeyError) as exc:
@@ -212,7 +218,7 @@ def write_fork(update_state: Callable[..., Any], plan: ForkPlan) -> Any:
 
 async def awrite_fork(update_state: Callable[..., Awaitable[Any]], plan: ForkPlan) -> Any:
     """Async twin of :func:`write_fork`."""
-    config = checkpoint_config(plan.thread_id, str(plan.pre.config["configurable"]["checkpoint_id"]))
+    config = checkpoint_config(plan.fork_thread_id, str(plan.pre.config["configurable"]["checkpoint_id"]))
     try:
         return dict(await update_state(config, plan.update_values, as_node=plan.node))
     except (InvalidUpdateError, ValueError, TypeError, KeyError) as exc:

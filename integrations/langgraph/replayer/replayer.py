@@ -1,9 +1,10 @@
 """``Replayer``: fork a recorded run at any step, intervene, and run (or freeze, or replay) the suffix.
 
-A fork never touches the original: ``update_state`` on the checkpoint before the node writes a
-new child checkpoint (the same thread's tree branches there), the suffix runs from that child, and
-its spans form a new trace. The store links that trace to the parent (lineage) and reads it back
-stitched onto the parent's prefix (``causal_middleware.replay.stitch``).
+A fork never touches the original, nor the thread it ran on: the parent's branch up to the
+checkpoint before the node is copied into a fork thread of its own (``fork_thread``), where
+``update_state`` writes the new output as a child of that checkpoint and the suffix runs from the
+child; its spans form a new trace. The store links that trace to the parent (lineage) and reads
+it back stitched onto the parent's prefix (``causal_middleware.replay.stitch``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.types import StateUpdate
 
@@ -42,15 +43,32 @@ from causal_middleware.store.base import SpanStore
 from ..instrument import InstrumentedGraph
 from .branch import Branch, aread_branch, read_branch
 from .emit import emit_replay_run
+from .fork_thread import (
+    acopy_branch,
+    adiscard_thread,
+    agraph_task_paths,
+    copy_branch,
+    discard_thread,
+    graph_task_paths,
+    has_delta_channels,
+)
 from .frozen import SuffixOverride
 from .lineage import run_metadata
-from .locate import LEAF_LABEL, find_leaf_in_history, leaf_checkpoint_id, pre_checkpoint, select_fork_step
+from .locate import (
+    LEAF_LABEL,
+    find_leaf_in_history,
+    first_checkpoint_id,
+    leaf_checkpoint_id,
+    pre_checkpoint,
+    select_fork_step,
+)
 from .plan import ForkPlan, awrite_fork, make_plan, write_fork
 from .side_effects import guard_graph_tools
 
 __all__ = ["Replayer"]
 
 _UPDATE_CACHE = 4096
+COPIED_LABEL = "replay.copied_checkpoints"
 
 
 class Replayer:
@@ -64,6 +82,15 @@ class Replayer:
         side_effecting: extra node or tool names that must not re-run in a fork (besides those marked
             ``@side_effecting`` or passed to ``instrument(side_effecting=...)``).
         answer_nodes: the default re-run set of ``frozen`` mode; default the graph's answer nodes.
+        fork_history: what a fork thread starts with: ``"run"`` (default) a copy of the parent's
+            checkpoints from the parent run's first step to the fork point (all that the fork and
+            forks of it use); ``"thread"`` a copy from the thread's root (the fork thread's
+            history then shows the whole conversation; the copy grows with the thread). Graphs
+            with ``DeltaChannel`` state always copy from the root.
+
+    Every fork runs on a thread of its own (``"<parent thread>::fork-<12 hex>"``, the fork
+    trajectory's ``thread_id``) holding a copy of the parent's branch up to the fork point, so the
+    parent's thread (its checkpoints and its latest state) is never modified.
 
     ``fork`` is safe to call from many threads, ``afork`` from many tasks.
     """
@@ -76,6 +103,7 @@ class Replayer:
         max_concurrency: int = 4,
         side_effecting: Iterable[str] = (),
         answer_nodes: Iterable[str] | None = None,
+        fork_history: Literal["run", "thread"] = "run",
     ) -> None:
         if not isinstance(graph, InstrumentedGraph):
             raise TypeError(
@@ -92,10 +120,14 @@ class Replayer:
         self.store: SpanStore = resolved
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
+        if fork_history not in ("run", "thread"):
+            raise ValueError(f"fork_history must be 'run' or 'thread', got {fork_history!r}")
         if isinstance(side_effecting, str):
             side_effecting = (side_effecting,)
         self.graph = graph
         self.max_concurrency = max_concurrency
+        self.fork_history = fork_history
+        self._copy_from_root = fork_history == "thread" or has_delta_channels(graph.graph)
         info = graph.handler.info
         self._node_names = frozenset(info.node_names)
         self.side_effecting = frozenset(side_effecting) | frozenset(info.side_effecting)
@@ -151,6 +183,9 @@ class Replayer:
         where the path diverged; ``"replay"`` rebuilds the recorded path with no node execution.
         Side-effecting nodes and tools return recorded outputs (or raise ``SideEffectBlockedError``)
         unless ``allow_side_effects``.
+
+        The fork runs on a new thread (the returned trajectory's ``thread_id``) that starts as a
+        copy of the parent's branch up to the fork point; the parent's thread is not written to.
 
         Returns the fork's stored trajectory, stitched onto the parent's prefix, whose ``lineage``
         names the parent run, the fork point, the mode and the intervention.
@@ -422,12 +457,36 @@ class Replayer:
             )
         return [steps[k] for k in sorted(steps)]
 
+    def _copy_start(self, plan: ForkPlan) -> str | None:
+        """The first checkpoint to copy to the fork thread; None: the thread's root."""
+        return None if self._copy_from_root else first_checkpoint_id(plan.parent)
+
     def _finish(self, plan: ForkPlan, own: Trajectory) -> Trajectory:
         if own.lineage is not None and not is_stitched(own):
             return stitch_fork(plan.parent, own)
         return own
 
     # --- sync execution ------------------------------------------------------------------
+    def _write(self, plan: ForkPlan) -> Any:
+        """Copy the parent's branch to the fork thread and write the new output there; a failure
+        removes the half-made fork thread."""
+        graph = self.graph.graph
+        pre_id = str(plan.pre.config["configurable"]["checkpoint_id"])
+        try:
+            copied = copy_branch(
+                graph.checkpointer,
+                plan.thread_id,
+                pre_id,
+                plan.fork_thread_id,
+                start_at=self._copy_start(plan),
+                task_paths=graph_task_paths(graph),
+            )
+            plan.labels[COPIED_LABEL] = len(copied.checkpoint_ids)
+            return write_fork(graph.update_state, plan)
+        except BaseException:
+            discard_thread(graph.checkpointer, plan.fork_thread_id)
+            raise
+
     def _fork(self, request: ForkRequest) -> Trajectory:
         parent = self.store.get_trajectory(request.run_id)
         thread_id = self._thread_of(parent)
@@ -435,7 +494,7 @@ class Replayer:
         branch = self._read_branch(parent, thread_id, stop_at=fork_step.checkpoint_id)
         plan = self._plan(request, parent, thread_id, fork_step, branch)
         graph = self.graph.graph
-        fork_config = write_fork(graph.update_state, plan)
+        fork_config = self._write(plan)
         branch_id = str(fork_config["configurable"]["checkpoint_id"])
         self._remember_update(branch_id, plan.node, plan.new_output)
         plan.labels[BRANCH_CHECKPOINT_LABEL] = branch_id
@@ -463,7 +522,7 @@ class Replayer:
         run_id = emit_replay_run(
             self.graph.tracer_provider,
             graph_name=self.graph.handler.info.name,
-            thread_id=plan.thread_id,
+            thread_id=plan.fork_thread_id,
             lineage=plan.lineage,
             labels=plan.labels,
             reference=plan.parent.reference,
@@ -497,6 +556,25 @@ class Replayer:
                 slot = self._async_slots[loop] = asyncio.Semaphore(self.max_concurrency)
             return slot
 
+    async def _awrite(self, plan: ForkPlan) -> Any:
+        """Async twin of :meth:`_write`."""
+        graph = self.graph.graph
+        pre_id = str(plan.pre.config["configurable"]["checkpoint_id"])
+        try:
+            copied = await acopy_branch(
+                graph.checkpointer,
+                plan.thread_id,
+                pre_id,
+                plan.fork_thread_id,
+                start_at=self._copy_start(plan),
+                task_paths=agraph_task_paths(graph),
+            )
+            plan.labels[COPIED_LABEL] = len(copied.checkpoint_ids)
+            return await awrite_fork(graph.aupdate_state, plan)
+        except BaseException:
+            await adiscard_thread(graph.checkpointer, plan.fork_thread_id)
+            raise
+
     async def _afork(self, request: ForkRequest) -> Trajectory:
         parent = await self.store.aget_trajectory(request.run_id)
         thread_id = self._thread_of(parent)
@@ -504,7 +582,7 @@ class Replayer:
         branch = await self._aread_branch(parent, thread_id, stop_at=fork_step.checkpoint_id)
         plan = self._plan(request, parent, thread_id, fork_step, branch)
         graph = self.graph.graph
-        fork_config = await awrite_fork(graph.aupdate_state, plan)
+        fork_config = await self._awrite(plan)
         branch_id = str(fork_config["configurable"]["checkpoint_id"])
         self._remember_update(branch_id, plan.node, plan.new_output)
         plan.labels[BRANCH_CHECKPOINT_LABEL] = branch_id
