@@ -13,6 +13,14 @@ the detector finds it:
   node of this turn), ``SEMANTIC_DRIFT`` (this turn's reply), and ``EXPLICIT_FEEDBACK`` the
   detector ties to a node of this turn other than the user's message.
 
+A ``CORRECTION`` that states the right value ("No, that's wrong, it's Canberra.") also gives it
+as ``Judgement.expected`` (the ``value`` delta of
+:func:`~causal_middleware.context.delta.correction_delta` between the user's message and the
+previous run's answer), which the ``RepairQueue`` turns into the previous run's reference. Not
+when the message also re-asks (``REPETITION``, ``CONVERSATIONAL_REPAIR``,
+``CLARIFICATION_REQUEST``): a value there describes the question ("I asked for 2024 figures"),
+not the answer.
+
 Only signals that escalate on their own terms count (``Detection.escalate`` applied to them: any
 system signal, or a weighted confidence of at least 0.7); when both groups escalate, the user's
 rejection of the previous reply wins (a tool error the agent recovered from is weaker evidence).
@@ -43,6 +51,8 @@ USER_REACTION_SIGNALS = frozenset(
         "SESSION_ABANDONMENT",
     }
 )
+# Signal types of a user re-asking: values in such a message describe the question, not the answer.
+REASK_SIGNALS = frozenset({"REPETITION", "CONVERSATIONAL_REPAIR", "CLARIFICATION_REQUEST"})
 MODES = ("offline", "llm")
 
 
@@ -59,7 +69,8 @@ class DissatisfactionJudge:
             the conversation the detector reads.
 
     ``judge(run)`` returns ``Judgement(failed=True, run_id=<previous run>)`` when the user
-    rejected the previous run's reply in this turn, ``Judgement(failed=True)`` when this run's
+    rejected the previous run's reply in this turn (with ``expected``, the value the user's
+    correction states, when it states one), ``Judgement(failed=True)`` when this run's
     own execution failed, ``failed=False`` otherwise, and ``failed=None`` when the detector did
     not run (``mode="llm"`` without a model, or a model answer it could not read).
     """
@@ -116,6 +127,7 @@ class DissatisfactionJudge:
                 failed=True,
                 run_id=previous.run_id,
                 reason=f"the user rejected the previous run's reply: {_evidence(rejected)}",
+                expected=_stated_value(conversation, turn, previous, rejected),
             )
         if own and _escalates(conversation.session_id, own):
             return Judgement(failed=True, reason=f"this run failed: {_evidence(own)}")
@@ -159,6 +171,25 @@ def _blames_previous(signal: Signal, conversation: Conversation) -> bool:
         kind_of_node = _node_type(conversation, signal.node_id) if signal.node_id is not None else None
         return kind_of_node in (None, "user")
     return False
+
+
+def _stated_value(
+    conversation: Conversation, turn: int, previous: Trajectory, signals: Sequence[Signal]
+) -> str | None:
+    """The value the user's correction in ``turn`` says the previous run should have answered,
+    when it states one (a ``value`` delta); None for behavioural corrections, rejections that are
+    not corrections, and messages that re-ask the question."""
+    from causal_middleware.context.delta import correction_delta
+    from causal_middleware.context.text import expand_informal
+
+    kinds = {str(s.type) for s in signals}
+    if "CORRECTION" not in kinds or kinds & REASK_SIGNALS:
+        return None
+    said = [n.content for n in conversation.user_turns if n.turn == turn and n.content.strip()]
+    if not said:
+        return None
+    kind, expected, _, _ = correction_delta(expand_informal(said[-1]), previous.answer)
+    return expected if kind == "value" and expected else None
 
 
 def _node_type(conversation: Conversation, node_id: str) -> str | None:

@@ -39,12 +39,15 @@ class Judgement(BaseModel):
     """Whether a run failed (None: cannot tell, treated as not failed) and why.
 
     ``run_id`` names the run that failed when it is not the judged one (e.g. the user's reply in
-    this run rejects the previous run's answer); None means the judged run itself.
+    this run rejects the previous run's answer); None means the judged run itself. ``expected`` is
+    the right answer when the failure signal states one (e.g. "No, it's Canberra." gives
+    ``"Canberra"``); :class:`RepairQueue` makes it the failed run's reference when it has none.
     """
 
     failed: bool | None
     reason: str = ""
     run_id: str | None = None
+    expected: str | None = None
 
 
 @runtime_checkable
@@ -119,6 +122,13 @@ class RepairQueue:
     retried when the run is blamed again. The judgement's ``reason`` (e.g. the user's correction)
     reaches a repairer whose ``repair`` takes ``feedback=`` (``RepairService`` does) as failure
     feedback for its proposer.
+
+    The run to repair is annotated ``outcome=failure`` when it has no outcome yet, and, when the
+    judgement states the right answer (``Judgement.expected``, e.g. the value of the user's
+    correction) and the run has no stored reference, ``reference=expected``; an existing
+    reference is never overwritten. The repairer gets the trajectory with both, so a
+    ``RepairService(verifier=ReferenceVerifier())`` judges its forks against what the user said
+    (forks inherit the parent's reference).
     """
 
     def __init__(
@@ -250,9 +260,7 @@ class RepairQueue:
             with self._lock:
                 self.stats.skipped_repeats += 1
             return
-        if trajectory.outcome in (None, Outcome.UNKNOWN):
-            self.store.annotate(run_id, outcome=Outcome.FAILURE)
-            trajectory = trajectory.model_copy(update={"outcome": Outcome.FAILURE})
+        trajectory = self._annotate_failure(run_id, trajectory, judgement)
         result = self._repair(trajectory, judgement.reason or None)
         self._repaired[run_id] = None  # only once it returned: a repair that raised may be retried
         if len(self._repaired) > _REMEMBER_REPAIRED:
@@ -263,6 +271,19 @@ class RepairQueue:
         emit_repair_spans(self._tracer(), result, root_span_id(self.store, run_id))
         if self.on_result is not None:
             self.on_result(run_id, judgement, result)
+
+    def _annotate_failure(self, run_id: str, trajectory: Trajectory, judgement: Judgement) -> Trajectory:
+        """Record in the store what the judgement established about the failed run (its outcome,
+        and the answer it should have given when the run has no reference); the updated run."""
+        facts: dict[str, Any] = {}
+        if trajectory.outcome in (None, Outcome.UNKNOWN):
+            facts["outcome"] = Outcome.FAILURE
+        if judgement.expected and trajectory.reference is None:
+            facts["reference"] = judgement.expected
+        if not facts:
+            return trajectory
+        self.store.annotate(run_id, **facts)
+        return trajectory.model_copy(update=facts)
 
     def _fetch(self, run_id: str) -> Trajectory:
         provider = self.tracer_provider

@@ -81,8 +81,9 @@ def test_a_correction_fails_the_previous_run() -> None:
     verdict = judge.judge(second)
     assert verdict.failed is True and verdict.run_id == first.run_id
     assert "CORRECTION in turn 2" in verdict.reason and "No, that's wrong, it's Canberra." in verdict.reason
+    assert verdict.expected == "Canberra"  # the value the correction states
     alone = judge.judge(first)  # turn 1 on its own: a plain question, nothing to blame
-    assert alone.failed is False and alone.run_id is None
+    assert alone.failed is False and alone.run_id is None and alone.expected is None
     assert "no dissatisfaction signal in turn 1" in alone.reason
 
 
@@ -99,6 +100,7 @@ def test_other_user_reactions_also_fail_the_previous_run(reaction: str, signal: 
     verdict = DissatisfactionJudge(store).judge(second)
     assert verdict.failed is True and verdict.run_id == first.run_id
     assert f"{signal} in turn 2" in verdict.reason
+    assert verdict.expected is None  # the reaction states no right answer
 
 
 def test_a_neutral_follow_up_is_not_a_failure() -> None:
@@ -134,9 +136,30 @@ def test_a_tool_error_inside_the_run_fails_that_run() -> None:
     )
     assert second.status.value == "ok"  # the agent recovered: only the detector sees the failure
     verdict = DissatisfactionJudge(store).judge(second)
-    assert verdict.failed is True and verdict.run_id is None
+    assert verdict.failed is True and verdict.run_id is None and verdict.expected is None
     assert "TOOL_EXECUTION_ERROR in turn 2" in verdict.reason and "timed out" in verdict.reason
     assert DissatisfactionJudge(store).judge(first).failed is False
+
+
+@pytest.mark.parametrize(
+    ("correction", "expected"),
+    [
+        ("No, that's wrong, it's Canberra.", "Canberra"),
+        ("nope, thats wrong, its Canberra", "Canberra"),  # casual spelling
+        ("Wrong: it is 42.", "42"),
+        ("You should have checked the official list of capitals.", None),  # behavioural
+        ("No, you should have looked it up, it's Canberra.", None),  # the value sits in a rule
+        ("That's not what I asked.", None),
+        # re-asking: the value describes the question, not the answer
+        ("What is the capital of Australia in 2023?", None),
+        ("That's not what I asked, I asked for 2024 figures.", None),
+    ],
+)
+def test_a_rejection_states_the_right_answer_only_as_a_value(correction: str, expected: str | None) -> None:
+    store, (first, second) = _chat([QUESTION, correction], [WRONG, AIMessage(content="Sorry.")])
+    verdict = DissatisfactionJudge(store).judge(second)
+    assert verdict.failed is True and verdict.run_id == first.run_id
+    assert verdict.expected == expected
 
 
 def test_without_history_a_correction_has_no_run_to_blame() -> None:
@@ -405,3 +428,58 @@ def test_thumbs_down_tied_to_no_node_blames_the_reply_the_user_saw() -> None:
     said = '{"signals": [{"type": "EXPLICIT_FEEDBACK", "turn": 2, "evidence": "Thumbs down.", "confidence": 1.0}]}'
     verdict = DissatisfactionJudge(store, mode="llm", model=FakeListChatModel(responses=[said])).judge(second)
     assert verdict.failed is True and verdict.run_id == first.run_id
+    assert verdict.expected is None  # a thumbs-down states no right answer
+
+
+class _StatesAnAnswer:
+    """Blames ``target`` and states ``expected`` as the right answer."""
+
+    def __init__(self, target: str, expected: str | None) -> None:
+        self.target = target
+        self.expected = expected
+
+    def judge(self, trajectory: Trajectory) -> Judgement:
+        return Judgement(failed=True, run_id=self.target, reason="blamed by the test", expected=self.expected)
+
+
+def _repair_blamed(store: InMemorySpanStore, blamer: Trajectory, judge: _StatesAnAnswer) -> Trajectory:
+    got: list[Trajectory] = []
+
+    def repairer(trajectory: Trajectory) -> RepairResult:
+        got.append(trajectory)
+        return _result(trajectory)
+
+    queue = RepairQueue(repairer, judge=judge, store=store)
+    queue.submit(blamer.run_id)
+    assert queue.wait_idle(GUARD)
+    queue.close()
+    assert queue.stats.errors == 0
+    [trajectory] = got
+    return trajectory
+
+
+def test_the_queue_makes_a_stated_answer_the_reference_of_a_run_without_one() -> None:
+    store, (first, second) = _chat([QUESTION, "Thanks!"], [WRONG, AIMessage(content="You're welcome.")])
+    assert first.reference is None
+    repaired = _repair_blamed(store, second, _StatesAnAnswer(first.run_id, "Canberra"))
+    assert repaired.run_id == first.run_id and repaired.reference == "Canberra"
+    assert repaired.outcome == Outcome.FAILURE
+    stored = store.get_trajectory(first.run_id)
+    assert stored.reference == "Canberra" and stored.outcome == Outcome.FAILURE
+    assert store.get_trajectory(second.run_id).reference is None  # the blaming run is left alone
+
+
+def test_the_queue_never_overwrites_a_stored_reference() -> None:
+    store, (first, second) = _chat([QUESTION, "Thanks!"], [WRONG, AIMessage(content="You're welcome.")])
+    store.annotate(first.run_id, reference="Canberra (ACT)")
+    repaired = _repair_blamed(store, second, _StatesAnAnswer(first.run_id, "Melbourne"))
+    assert repaired.reference == "Canberra (ACT)"
+    assert store.get_trajectory(first.run_id).reference == "Canberra (ACT)"
+    assert store.get_trajectory(first.run_id).outcome == Outcome.FAILURE
+
+
+def test_without_a_stated_answer_the_queue_sets_no_reference() -> None:
+    store, (first, second) = _chat([QUESTION, "Thanks!"], [WRONG, AIMessage(content="You're welcome.")])
+    repaired = _repair_blamed(store, second, _StatesAnAnswer(first.run_id, None))
+    assert repaired.reference is None and repaired.outcome == Outcome.FAILURE
+    assert store.get_trajectory(first.run_id).reference is None
