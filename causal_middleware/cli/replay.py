@@ -62,6 +62,13 @@ def register(subparsers: Any) -> None:
         "--allow-side-effects", action="store_true", help="let side-effecting tools and nodes really run"
     )
     p.add_argument("--label", action="append", default=[], metavar="KEY=VALUE", help="label the fork run")
+    p.add_argument(
+        "--fork-history",
+        choices=("run", "thread"),
+        default="run",
+        help="what the fork's own thread starts with: the parent run's checkpoints (default) or the "
+        "whole thread's",
+    )
     add_json_arg(p)
     add_store_arg(p)
     p.set_defaults(func=_replay)
@@ -134,7 +141,7 @@ def _fork_and_print(
     from causal_middleware.integrations.langgraph.replayer import Replayer
 
     run_id = store.resolve_run_id(args.run_id)
-    fork = Replayer(graph, store=store).fork(
+    fork = Replayer(graph, store=store, fork_history=args.fork_history).fork(
         run_id,
         hop=args.hop,
         node=args.node,
@@ -178,7 +185,9 @@ def fork_summary(fork: Trajectory, parent: Trajectory | None = None) -> dict[str
     intervention = lineage.intervention if lineage is not None else None
     return {
         "run_id": fork.run_id,
+        "thread_id": fork.thread_id,
         "parent_run_id": lineage.parent_run_id if lineage is not None else None,
+        "parent_thread_id": parent.thread_id if parent is not None else None,
         "mode": lineage.mode if lineage is not None else None,
         "fork": {
             "hop": lineage.fork_hop if lineage is not None else None,
@@ -216,7 +225,7 @@ def _print(summary: dict[str, Any], fork: Trajectory) -> None:
     if not console.is_terminal:
         console = Console(highlight=False, soft_wrap=False, width=160)
     where = summary["fork"]
-    console.print(f"fork run: {summary['run_id']}", markup=False)
+    console.print(f"fork run: {summary['run_id']} (thread {summary['thread_id']})", markup=False)
     console.print(
         f"parent:   {summary['parent_run_id']} at hop {where['hop']}, node {where['node']}, step {where['step']} "
         f"({summary['mode']}; {summary['executed_nodes']} node executions)",

@@ -99,10 +99,11 @@ def test_replay_json(recorded: dict[str, Any], capsys: pytest.CaptureFixture[str
     assert out["answer"] == "d1+X+d3" and out["parent_answer"] == "d1+d2+d3"
     assert [h["origin"] for h in out["hops"]] == ["parent", "intervened+fork", "fork"]
     assert out["executed_nodes"] == 4 and out["labels"]["who"] == "cli"
+    assert out["thread_id"].startswith(f"{out['parent_thread_id']}::fork-")  # its own thread
     with SqliteSpanStore(recorded["store"], create=False) as store:
         fork = store.get_trajectory(out["run_id"])
         assert fork.lineage is not None and fork.lineage.parent_run_id == recorded["run_id"]
-        assert fork.answer == "d1+X+d3"
+        assert fork.answer == "d1+X+d3" and fork.thread_id == out["thread_id"]
 
 
 def test_replay_table_and_modes(recorded: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
