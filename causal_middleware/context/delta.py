@@ -41,7 +41,8 @@ _GOT_PATTERNS = (
 _EXPECTED_PHRASE = re.compile(
     r"\b(?:it's|it is|they're|they are|that's|that is|we use|it uses|you use|it's done (?:via|through|by|with)|"
     r"is now|are now|should be|changed to|moved to|updated to|switched to|it's now|now it's|we now use|"
-    r"goes through|go through|done through|done via|handled by)\s+(?P<x>[^,.;!?]+?)" + _STOP,
+    r"goes through|go through|done through|done via|handled by|"
+    r"(?:the|its|their)\s+[a-z]+(?:\s+[a-z]+)?\s+(?:is|are))\s+(?P<x>[^,.;!?]+?)" + _STOP,
     _I,
 )
 _PRESCRIPTIVE = re.compile(

@@ -41,6 +41,12 @@ from causal_middleware.context.delta import (
             "24 hours",
             "12 hours",
         ),
+        (
+            "Wrong. The capital is Canberra, not Sydney.",
+            "The capital of Australia is Sydney.",
+            "Canberra",
+            "Sydney",
+        ),
     ],
 )
 def test_value_corrections(correction: str, answer: str, expected: str, got: str) -> None:
@@ -133,3 +139,10 @@ def test_claimed_subject() -> None:
         == "telehealth visit length"
     )
     assert claimed_subject("It's $35 now.", "$35") is None
+
+
+def test_a_name_stated_as_the_subjects_value_is_the_expected_value() -> None:
+    kind, expected, _, _ = correction_delta(
+        "That's incorrect, the capital is Canberra.", "The capital of Australia is Sydney."
+    )
+    assert (kind, expected) == ("value", "Canberra")
