@@ -55,6 +55,19 @@ class ForkCache:
         with self._lock:
             self._probes[self._key(run_id, probe.proposal)] = probe
 
+    def forget(self, run_id: str, fork_run_id: str) -> int:
+        """Drop the probes of ``run_id`` answered by the fork ``fork_run_id`` (e.g. once the fork is
+        discarded); returns how many were dropped."""
+        with self._lock:
+            keys = [
+                key
+                for key, probe in self._probes.items()
+                if key[0] == run_id and probe.fork_run_id == fork_run_id
+            ]
+            for key in keys:
+                del self._probes[key]
+            return len(keys)
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._probes)

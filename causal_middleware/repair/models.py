@@ -25,6 +25,9 @@ class RepairCost(_Model):
     forks_reused: int = Field(default=0, description="probes answered from the fork cache")
     duplicates_skipped: int = Field(default=0, description="proposals dropped as duplicates or no-ops")
     naive_reexecutions: int = 0
+    forks_discarded: int = Field(
+        default=0, description="forks whose checkpoints were deleted from the agent's checkpointer"
+    )
 
     @property
     def total_tokens(self) -> int:
@@ -43,6 +46,7 @@ class RepairCost(_Model):
         self.reexecutions += other.reexecutions
         self.forks_reused += other.forks_reused
         self.duplicates_skipped += other.duplicates_skipped
+        self.forks_discarded += other.forks_discarded
 
 
 class Verdict(_Model):
@@ -222,3 +226,6 @@ class RepairResult(_Model):
     cost: RepairCost = Field(default_factory=RepairCost)
     pair: ContrastivePair | None = None
     explanation: str = ""
+    discard_errors: list[str] = Field(
+        default_factory=list, description="forks that could not be discarded: 'run id: error'"
+    )

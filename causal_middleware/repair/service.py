@@ -7,12 +7,16 @@ The orchestration of CausalFlow repair for one failed run:
    passes offline validation (re-run ``m`` of ``n`` times, only change up to the fork point) and,
    when an :class:`~causal_middleware.repair.validate.LLMValidator` is configured, is retained by
    it, becomes the repair;
-3. the result (with an explanation and the contrastive pair) is written to the store as a
+3. every fork the run made except the repair's is discarded from the agent's checkpointer, when
+   the backend can (:class:`~causal_middleware.replay.protocol.DiscardingForkBackend`; see
+   :class:`RepairConfig` ``keep_probe_forks``);
+4. the result (with an explanation and the contrastive pair) is written to the store as a
    ``repair`` record, and the CRS attribution as a ``diagnosis`` record.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -33,13 +37,17 @@ from causal_middleware.repair.proposers import Proposer
 from causal_middleware.repair.render import shorten
 from causal_middleware.repair.validate import LLMValidator, llm_validation_not_run, validate_offline
 from causal_middleware.repair.verifiers import Verifier, as_verifier
-from causal_middleware.replay.protocol import ForkBackend
+from causal_middleware.replay.protocol import DiscardingForkBackend, ForkBackend
+from causal_middleware.spans.health import health
 from causal_middleware.spans.model import NodeStep, Trajectory
+
+DISCARD_SITE = "repair.discard_fork"  # the health counter of forks that could not be discarded
 
 
 class RepairConfig(BaseModel):
     """Knobs of ``repair_run``. ``max_reexecutions`` caps the CRS search's forks; validation adds
-    ``validation_runs`` re-executions per repair candidate it checks (at most ``max_candidates``)."""
+    ``validation_runs`` re-executions per repair candidate it checks (at most ``max_candidates``).
+    ``keep_probe_forks``: see :func:`repair_run`."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -53,6 +61,11 @@ class RepairConfig(BaseModel):
     validation_runs: int = Field(default=3, ge=1, description="n: re-runs of the repair")
     validation_min_flips: int = Field(default=2, ge=1, description="m: re-runs that must succeed")
     max_candidates: int = Field(default=3, ge=1, description="successful proposals to try validating")
+    keep_probe_forks: bool = Field(
+        default=False,
+        description="keep every fork's checkpoints; by default a backend that can discard forks "
+        "deletes all but the repair's from the agent's checkpointer",
+    )
 
 
 def repair_run(
@@ -74,6 +87,16 @@ def repair_run(
     result is kept as a ``repair`` record and the attribution as a ``diagnosis`` record.
     ``feedback`` (e.g. the user's correction that got the run judged failed) is handed to the
     proposer as the failure feedback, after the verifier's own.
+
+    When ``backend`` can discard forks (:class:`DiscardingForkBackend`, e.g. the LangGraph
+    ``Replayer``) and ``config.keep_probe_forks`` is False, every fork this call made (search
+    probes, validation re-runs, rejected candidates) except the repair's own (``Repair.fork_run_id``)
+    is discarded before the records are written, also when the search raises: its checkpoints
+    leave the agent's checkpointer, its spans stay in the store. Counted in
+    ``cost.forks_discarded``; a fork that could not be discarded is listed in ``discard_errors``
+    and counted in ``health`` (site ``repair.discard_fork``), never failing the repair. Probes
+    answered from ``cache`` were made by an earlier call and are left alone; discarded probes are
+    dropped from ``cache``.
     """
     cfg = config or RepairConfig()
     if cfg.validation_min_flips > cfg.validation_runs:
@@ -87,6 +110,35 @@ def repair_run(
             raise ValueError("repair_run needs a store to read run ids from (or pass a Trajectory)")
         trajectory = store.get_trajectory(run)
     checker = as_verifier(verifier)
+    recorder = _ForkRecorder(backend) if _discards(backend, cfg) else None
+    try:
+        result = _search(
+            trajectory, recorder or backend, proposer, checker, cfg, llm_validator, cache, feedback
+        )
+    except Exception:
+        if recorder is not None:
+            _discard(recorder, set(), trajectory.run_id, cache, RepairCost(), [])
+        raise
+    if recorder is not None:
+        keep = {result.repair.fork_run_id} if result.repair and result.repair.fork_run_id else set()
+        _discard(recorder, keep, trajectory.run_id, cache, result.cost, result.discard_errors)
+    if write and store is not None:
+        store.put_record("diagnosis", trajectory.run_id, diagnosis_record(result.crs))
+        store.put_record("repair", trajectory.run_id, result.model_dump(mode="json"))
+    return result
+
+
+def _search(
+    trajectory: Trajectory,
+    backend: ForkBackend,
+    proposer: Proposer,
+    checker: Verifier,
+    cfg: RepairConfig,
+    llm_validator: LLMValidator | None,
+    cache: ForkCache | None,
+    feedback: str | None,
+) -> RepairResult:
+    """CRS search, then validation of the successful proposals, most minimal first."""
     crs = compute_crs(
         trajectory,
         backend,
@@ -105,49 +157,96 @@ def repair_run(
     if crs.baseline_success is True:
         result.status = "not_failed"
         result.explanation = f"Run {trajectory.run_id} did not fail: {crs.baseline_feedback}"
+        return result
+    ranked = sorted(crs.successful_probes(), key=lambda p: -(p.proposal.minimality or 0.0))
+    rejections: list[str] = []
+    for probe in ranked[: cfg.max_candidates]:
+        validation = validate_offline(
+            trajectory,
+            probe.proposal,
+            backend,
+            checker,
+            n=cfg.validation_runs,
+            m=cfg.validation_min_flips,
+            cost=cost,
+        )
+        if not validation.passed:  # no model calls for a candidate already rejected
+            result.rejected.append(probe)
+            rejections.append(f"failed re-validation ({validation.reason})")
+            continue
+        llm = (
+            llm_validator.validate(trajectory, probe)
+            if llm_validator is not None
+            else llm_validation_not_run()
+        )
+        cost.absorb(llm.cost)
+        if llm.ran and not llm.retained:
+            result.rejected.append(probe)
+            rejections.append(
+                f"was not retained by multi-agent validation (confidence {llm.confidence} "
+                f"< {llm.threshold}; {llm.reason})"
+            )
+            continue
+        result.repair = _repair(trajectory, crs, probe, validation, llm)
+        result.status = "repaired"
+        break
     else:
-        ranked = sorted(crs.successful_probes(), key=lambda p: -(p.proposal.minimality or 0.0))
-        rejections: list[str] = []
-        for probe in ranked[: cfg.max_candidates]:
-            validation = validate_offline(
-                trajectory,
-                probe.proposal,
-                backend,
-                checker,
-                n=cfg.validation_runs,
-                m=cfg.validation_min_flips,
-                cost=cost,
-            )
-            if not validation.passed:  # no model calls for a candidate already rejected
-                result.rejected.append(probe)
-                rejections.append(f"failed re-validation ({validation.reason})")
-                continue
-            llm = (
-                llm_validator.validate(trajectory, probe)
-                if llm_validator is not None
-                else llm_validation_not_run()
-            )
-            cost.absorb(llm.cost)
-            if llm.ran and not llm.retained:
-                result.rejected.append(probe)
-                rejections.append(
-                    f"was not retained by multi-agent validation (confidence {llm.confidence} "
-                    f"< {llm.threshold}; {llm.reason})"
-                )
-                continue
-            result.repair = _repair(trajectory, crs, probe, validation, llm)
-            result.status = "repaired"
-            break
-        else:
-            result.status = "unvalidated" if ranked else "no_flip"
-        result.explanation = explain(trajectory, result, rejections=rejections)
-        if result.repair is not None:
-            result.repair.explanation = result.explanation
-            result.pair = build_pair(trajectory, result.repair)
-    if write and store is not None:
-        store.put_record("diagnosis", trajectory.run_id, diagnosis_record(crs))
-        store.put_record("repair", trajectory.run_id, result.model_dump(mode="json"))
+        result.status = "unvalidated" if ranked else "no_flip"
+    result.explanation = explain(trajectory, result, rejections=rejections)
+    if result.repair is not None:
+        result.repair.explanation = result.explanation
+        result.pair = build_pair(trajectory, result.repair)
     return result
+
+
+class _ForkRecorder:
+    """A fork backend that passes every fork on to ``backend`` and notes the run id of each fork
+    made, so ``repair_run`` knows exactly which forks it made (reused cache entries make none)."""
+
+    def __init__(self, backend: ForkBackend) -> None:
+        self.backend = backend
+        self.made: list[str] = []
+        self._lock = threading.Lock()
+
+    def fork(self, run_id: str, **kwargs: Any) -> Trajectory:
+        fork = self.backend.fork(run_id, **kwargs)
+        with self._lock:
+            self.made.append(fork.run_id)
+        return fork
+
+
+def _discards(backend: ForkBackend, cfg: RepairConfig) -> bool:
+    return (
+        not cfg.keep_probe_forks
+        and isinstance(backend, ForkBackend)
+        and isinstance(backend, DiscardingForkBackend)
+    )
+
+
+def _discard(
+    recorder: _ForkRecorder,
+    keep: set[str],
+    run_id: str,
+    cache: ForkCache | None,
+    cost: RepairCost,
+    errors: list[str],
+) -> None:
+    """Discard the forks ``recorder`` saw except ``keep`` (fail-open), and drop them from ``cache``.
+    A fork the backend could not delete (False: its checkpointer cannot) stays in the cache."""
+    backend: Any = recorder.backend
+    for fork_id in dict.fromkeys(recorder.made):
+        if fork_id in keep:
+            continue
+        try:
+            forget = bool(backend.discard_fork(fork_id))
+        except Exception as exc:  # cleanup must never fail the repair it follows
+            health.record_error(DISCARD_SITE, exc)
+            errors.append(f"{fork_id}: {type(exc).__name__}: {exc}")
+            forget = True  # its state is unknown: a re-run is cheaper than a dangling cache entry
+        else:
+            cost.forks_discarded += int(forget)
+        if forget and cache is not None:
+            cache.forget(run_id, fork_id)
 
 
 def _repair(

@@ -14,7 +14,7 @@ from causal_middleware.replay.determinism import (
 )
 from causal_middleware.replay.errors import ReplayError, SideEffectBlockedError
 from causal_middleware.replay.policy import ForkPolicy, RecordedCall, current_fork_policy, fork_policy
-from causal_middleware.replay.protocol import AsyncForkBackend, ForkBackend, SuffixMode
+from causal_middleware.replay.protocol import AsyncForkBackend, DiscardingForkBackend, ForkBackend, SuffixMode
 from causal_middleware.replay.request import ForkPoint, ForkRequest
 from causal_middleware.replay.stitch import executed_node_steps, is_stitched, own_steps, stitch_fork
 
@@ -23,6 +23,7 @@ __all__ = [
     "AsyncForkBackend",
     "DeterminismReport",
     "DeterminismSettings",
+    "DiscardingForkBackend",
     "ForkBackend",
     "ForkPoint",
     "ForkPolicy",

@@ -477,10 +477,16 @@ def fan_out_graph(checkpointer: Any) -> Any:
     return builder.compile(checkpointer=checkpointer)
 
 
-def _comparable(rows: dict[Any, Any], thread: str) -> tuple[dict[Any, Any], dict[Any, str]]:
-    """A thread's raw rows with the thread id taken out (to compare a copy with its source), and the
+def _comparable(
+    rows: dict[Any, Any], thread: str, serde: Any = None
+) -> tuple[dict[Any, Any], dict[Any, str]]:
+    """A thread's rows with the thread id taken out (to compare a copy with its source), and the
     ``task_path`` of each write apart: the copy keeps it only where several tasks wrote at one
-    checkpoint (elsewhere it orders nothing and the saver API does not expose it)."""
+    checkpoint (elsewhere it orders nothing and the saver API does not expose it).
+
+    With ``serde``, serialized values (SQLite checkpoints and writes, PostgreSQL blobs and writes)
+    are compared decoded: re-serializing a value that holds a ``set`` may order its items
+    differently, which is the same value."""
     out: dict[Any, Any] = {}
     paths: dict[Any, str] = {}
     for key, row in rows.items():
@@ -489,12 +495,24 @@ def _comparable(rows: dict[Any, Any], thread: str) -> tuple[dict[Any, Any], dict
             row = {k: v for k, v in row.items() if k != "thread_id"}
             if key[0] == "write":
                 paths[key] = row.pop("task_path")
+            if serde is not None and "type" in row and isinstance(row.get("blob"), bytes | memoryview):
+                row["blob"] = serde.loads_typed((row["type"], bytes(row["blob"])))
         elif key[0] == "write" and len(row) == 4:  # InMemorySaver: (task_id, channel, value, task_path)
             paths[key], row = row[3], row[:3]
+            if serde is not None:
+                row = (*row[:2], serde.loads_typed(row[2]))
+        elif key[0] == "blob" and serde is not None:  # InMemorySaver: (type, bytes); "empty": no value
+            row = row if row[0] == "empty" else serde.loads_typed(row)
+        elif key[0] == "checkpoint" and len(row) == 3 and serde is not None:  # InMemorySaver
+            row = (serde.loads_typed(row[0]), serde.loads_typed(row[1]), row[2])
         elif isinstance(row, tuple) and row[0] == thread:  # SQLite: thread_id first (writes: task_path 6th)
             row = row[1:]
             if key[0] == "write":
                 paths[key], row = row[4], row[:4] + row[5:]
+                if serde is not None:  # (ns, id, task_id, idx, channel, type, value)
+                    row = (*row[:6], serde.loads_typed((row[5], row[6])))
+            elif serde is not None:  # (ns, id, parent, type, checkpoint, metadata)
+                row = (*row[:4], serde.loads_typed((row[3], row[4])), row[5])
         out[key] = row
     return out, paths
 
@@ -531,9 +549,9 @@ def test_copied_branch_reads_back_identical(make_saver: Callable[[str], Any], sa
 
     assert copied.checkpoint_ids == history_ids(graph, "src") and copied.head == head
     _same_tuples(saver, "src", "copy", copied.checkpoint_ids)
-    # row for row, bytes and write indexes included, but for the thread id ...
-    copy_rows, copy_paths = _comparable(thread_rows(saver, "copy"), "copy")
-    rows, paths = _comparable(source_rows, "src")
+    # row for row, values (decoded) and write indexes included, but for the thread id ...
+    copy_rows, copy_paths = _comparable(thread_rows(saver, "copy"), "copy", saver.serde)
+    rows, paths = _comparable(source_rows, "src", saver.serde)
     assert copy_rows == rows
     # ... and the task paths of the writes that need them to keep their order
     fan_id = before_fan.config["configurable"]["checkpoint_id"]

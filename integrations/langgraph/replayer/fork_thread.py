@@ -23,6 +23,7 @@ one checkpoint their paths are taken from the graph's snapshot of that checkpoin
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -40,14 +41,18 @@ __all__ = [
     "CopiedBranch",
     "acopy_branch",
     "agraph_task_paths",
+    "adelete_fork_thread",
     "copy_branch",
+    "delete_fork_thread",
     "graph_task_paths",
     "has_delta_channels",
+    "is_fork_thread",
     "new_fork_thread_id",
     "task_path_str",
 ]
 
 FORK_THREAD_MARK = "::fork-"
+_FORK_THREAD = re.compile(r".+" + re.escape(FORK_THREAD_MARK) + r"[0-9a-f]{12}")
 
 # Guards against cycles in a corrupt checkpointer; far above any real thread's length.
 _MAX_CHAIN = 100_000
@@ -62,6 +67,11 @@ def new_fork_thread_id(thread_id: str) -> str:
     if not thread_id:
         raise ValueError("thread_id must be a non-empty string")
     return f"{thread_id}{FORK_THREAD_MARK}{uuid.uuid4().hex[:12]}"
+
+
+def is_fork_thread(thread_id: str | None) -> bool:
+    """Whether ``thread_id`` is a fork thread as :func:`new_fork_thread_id` names them."""
+    return bool(thread_id) and _FORK_THREAD.fullmatch(str(thread_id)) is not None
 
 
 def task_path_str(path: Any) -> str:
@@ -275,3 +285,51 @@ async def adiscard_thread(checkpointer: Any, thread_id: str) -> None:
         await checkpointer.adelete_thread(thread_id)
     except Exception:  # noqa: BLE001 - cleanup after a failure must not hide that failure
         pass
+
+
+def _check_fork_thread(thread_id: str) -> None:
+    if not is_fork_thread(thread_id):
+        raise ValueError(
+            f"{thread_id!r} is not a fork thread ('<thread>{FORK_THREAD_MARK}<12 hex>'): not deleting it"
+        )
+
+
+def _thread_config(thread_id: str) -> RunnableConfig:
+    return RunnableConfig(configurable={"thread_id": thread_id})
+
+
+def delete_fork_thread(checkpointer: Any, thread_id: str) -> bool:
+    """Delete the fork thread ``thread_id`` (every checkpoint and write, all namespaces).
+
+    True when the thread held checkpoints; False when it held none or the checkpointer cannot
+    list or delete threads (no ``delete_thread``, or one that raises ``NotImplementedError``).
+    Raises ``ValueError`` for a thread id that is not a fork thread's.
+    """
+    _check_fork_thread(thread_id)
+    if getattr(checkpointer, "delete_thread", None) is None:
+        return False
+    try:
+        if next(iter(checkpointer.list(_thread_config(thread_id), limit=1)), None) is None:
+            return False
+        checkpointer.delete_thread(thread_id)
+    except NotImplementedError:
+        return False
+    return True
+
+
+async def adelete_fork_thread(checkpointer: Any, thread_id: str) -> bool:
+    """Async twin of :func:`delete_fork_thread` (``alist``, ``adelete_thread``)."""
+    _check_fork_thread(thread_id)
+    if getattr(checkpointer, "adelete_thread", None) is None:
+        return False
+    try:
+        held = False
+        async for _ in checkpointer.alist(_thread_config(thread_id), limit=1):
+            held = True
+            break
+        if not held:
+            return False
+        await checkpointer.adelete_thread(thread_id)
+    except NotImplementedError:
+        return False
+    return True

@@ -4,7 +4,8 @@ A fork never touches the original, nor the thread it ran on: the parent's branch
 checkpoint before the node is copied into a fork thread of its own (``fork_thread``), where
 ``update_state`` writes the new output as a child of that checkpoint and the suffix runs from the
 child; its spans form a new trace. The store links that trace to the parent (lineage) and reads
-it back stitched onto the parent's prefix (``causal_middleware.replay.stitch``).
+it back stitched onto the parent's prefix (``causal_middleware.replay.stitch``). ``discard_fork``
+deletes a fork's thread from the checkpointer once the fork is no longer needed.
 """
 
 from __future__ import annotations
@@ -44,13 +45,17 @@ from ..instrument import InstrumentedGraph
 from .branch import Branch, aread_branch, read_branch
 from .emit import emit_replay_run
 from .fork_thread import (
+    FORK_THREAD_MARK,
     acopy_branch,
+    adelete_fork_thread,
     adiscard_thread,
     agraph_task_paths,
     copy_branch,
+    delete_fork_thread,
     discard_thread,
     graph_task_paths,
     has_delta_channels,
+    is_fork_thread,
 )
 from .frozen import SuffixOverride
 from .lineage import run_metadata
@@ -69,6 +74,7 @@ __all__ = ["Replayer"]
 
 _UPDATE_CACHE = 4096
 COPIED_LABEL = "replay.copied_checkpoints"
+DISCARDED_LABEL = "replay.discarded"
 
 
 class Replayer:
@@ -92,7 +98,9 @@ class Replayer:
     trajectory's ``thread_id``) holding a copy of the parent's branch up to the fork point, so the
     parent's thread (its checkpoints and its latest state) is never modified.
 
-    ``fork`` is safe to call from many threads, ``afork`` from many tasks.
+    ``fork`` is safe to call from many threads, ``afork`` from many tasks. ``discard_fork``
+    deletes a fork's thread once the fork is no longer needed (it implements
+    ``DiscardingForkBackend``).
     """
 
     def __init__(
@@ -140,6 +148,7 @@ class Replayer:
         )
         self._lock = threading.Lock()
         self._updates: OrderedDict[str, tuple[str, Any]] = OrderedDict()
+        self._fork_threads: OrderedDict[str, str] = OrderedDict()  # fork run id -> its fork thread
 
     # --- public API ----------------------------------------------------------------------
     def locate(
@@ -273,6 +282,55 @@ class Replayer:
         )
         return list(results)
 
+    def discard_fork(self, run_id: str) -> bool:
+        """Delete the fork ``run_id``'s fork thread (its checkpoints and writes) from the graph's
+        checkpointer; the fork's spans stay in the store, labelled ``replay.discarded``.
+
+        Only forks are discarded: a run with no counterfactual lineage, or whose thread is not a
+        fork thread (``"<thread>::fork-<12 hex>"``), or whose fork thread also holds other runs
+        (someone continued on it), raises ``ValueError`` naming the run, and so does a run the store
+        does not know. Returns True when checkpoints were deleted; False when the thread held none
+        (already discarded: a second call is a no-op) or the checkpointer cannot delete threads.
+        A discarded fork can no longer be forked (``ReplayError``); forks made of it before keep
+        working (each fork thread holds its own copy).
+        """
+        thread = self._made_thread(run_id)
+        if thread is None:
+            try:
+                fork = self.store.get_trajectory(run_id)
+            except KeyError:
+                raise _unknown(run_id) from None
+            thread = _fork_thread_of(fork)
+        _check_sole_run(
+            run_id, thread, [r.run_id for r in self.store.list_runs(thread_id=thread, limit=None)]
+        )
+        deleted = delete_fork_thread(self.graph.graph.checkpointer, thread)
+        if deleted:
+            self.store.annotate(run_id, labels={DISCARDED_LABEL: True})
+        return deleted
+
+    async def adiscard_fork(self, run_id: str) -> bool:
+        """Async twin of :meth:`discard_fork` (``adelete_thread``; needs an async-capable checkpointer,
+        else returns False)."""
+        thread = self._made_thread(run_id)
+        if thread is None:
+            try:
+                fork = await self.store.aget_trajectory(run_id)
+            except KeyError:
+                raise _unknown(run_id) from None
+            thread = _fork_thread_of(fork)
+        runs = await self.store.alist_runs(thread_id=thread, limit=None)
+        _check_sole_run(run_id, thread, [r.run_id for r in runs])
+        deleted = await adelete_fork_thread(self.graph.graph.checkpointer, thread)
+        if deleted:
+            await self.store.aannotate(run_id, labels={DISCARDED_LABEL: True})
+        return deleted
+
+    def _made_thread(self, run_id: str) -> str | None:
+        """The fork thread of a fork this replayer made (None when it did not, or forgot)."""
+        with self._lock:
+            return self._fork_threads.get(run_id)
+
     def check_determinism(
         self,
         run_id: str,
@@ -331,6 +389,12 @@ class Replayer:
 
     # --- planning ------------------------------------------------------------------------
     def _thread_of(self, parent: Trajectory) -> str:
+        if parent.labels.get(DISCARDED_LABEL):
+            origin = parent.lineage.parent_run_id if parent.lineage is not None else None
+            raise ReplayError(
+                f"run {parent.run_id} is a fork whose checkpoints were discarded (discard_fork): it "
+                f"can no longer be forked; fork its parent run {origin} instead"
+            )
         if not parent.thread_id:
             raise ReplayError(
                 f"run {parent.run_id} has no thread id: it was not run with a checkpointer and "
@@ -350,6 +414,12 @@ class Replayer:
     def _updates_snapshot(self) -> dict[str, tuple[str, Any]]:
         with self._lock:
             return dict(self._updates)
+
+    def _remember_fork(self, run_id: str, fork_thread_id: str) -> None:
+        with self._lock:
+            self._fork_threads[run_id] = fork_thread_id
+            while len(self._fork_threads) > _UPDATE_CACHE:
+                self._fork_threads.popitem(last=False)
 
     def _remember_update(self, checkpoint_id: str, node: str, output: Any) -> None:
         with self._lock:
@@ -511,6 +581,7 @@ class Replayer:
             except Exception as exc:
                 error = exc
         run_id = self._run_id_after(error)
+        self._remember_fork(run_id, plan.fork_thread_id)
         self.store.annotate(run_id, **self._annotations(plan, hook, policy, error))
         if error is not None:
             raise error
@@ -528,6 +599,7 @@ class Replayer:
             reference=plan.parent.reference,
             final_state=final,
         )
+        self._remember_fork(run_id, plan.fork_thread_id)
         self.store.annotate(run_id, lineage=plan.lineage, labels=plan.labels, reference=plan.parent.reference)
         return self._finish(plan, self.store.get_trajectory(run_id))
 
@@ -599,6 +671,7 @@ class Replayer:
             except Exception as exc:
                 error = exc
         run_id = self._run_id_after(error)
+        self._remember_fork(run_id, plan.fork_thread_id)
         await self.store.aannotate(run_id, **self._annotations(plan, hook, policy, error))
         if error is not None:
             raise error
@@ -606,6 +679,38 @@ class Replayer:
 
 
 # --- helpers ----------------------------------------------------------------------------------
+def _unknown(run_id: str) -> ValueError:
+    return ValueError(f"run {run_id!r} is not in the store: there is no fork to discard")
+
+
+def _fork_thread_of(fork: Trajectory) -> str:
+    """The fork thread of ``fork`` when discard_fork may delete it; ValueError naming the run if not."""
+    if not fork.is_counterfactual:
+        raise ValueError(
+            f"run {fork.run_id} is not a fork (it has no counterfactual lineage): discard_fork only "
+            "deletes fork threads, never a user's run"
+        )
+    thread = fork.thread_id
+    if thread is None or not is_fork_thread(thread):
+        raise ValueError(
+            f"run {fork.run_id} ran on thread {thread!r}, not on a fork thread "
+            f"('<thread>{FORK_THREAD_MARK}<12 hex>'): not deleting it"
+        )
+    return thread
+
+
+def _check_sole_run(run_id: str, thread: str, thread_runs: Sequence[str]) -> None:
+    """``thread_runs`` (the store's runs on ``thread``) must be ``run_id`` alone."""
+    if run_id not in thread_runs:
+        raise _unknown(run_id)
+    others = sorted(r for r in thread_runs if r != run_id)
+    if others:
+        raise ValueError(
+            f"the fork thread {thread!r} of run {run_id} also holds run(s) {', '.join(others)} "
+            "(someone continued on it): not deleting it"
+        )
+
+
 def _as_request(item: ForkRequest | Mapping[str, Any]) -> ForkRequest:
     if isinstance(item, ForkRequest):
         return item
