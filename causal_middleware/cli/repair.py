@@ -71,6 +71,11 @@ def register(subparsers: Any) -> None:
         help="the repair must flip the outcome in M of N re-runs (default 2 3)",
     )
     p.add_argument("--no-early-stop", action="store_true", help="score every candidate step")
+    p.add_argument(
+        "--keep-probe-forks",
+        action="store_true",
+        help="keep every probe fork's checkpoints (default: only the repair's fork is kept)",
+    )
     add_json_arg(p)
     add_store_arg(p)
     p.set_defaults(func=_repair)
@@ -89,6 +94,7 @@ def _repair(args: argparse.Namespace) -> int:
         max_reexecutions=args.max_reexecutions,
         validation_runs=n,
         validation_min_flips=m,
+        keep_probe_forks=args.keep_probe_forks,
     )
     try:
         store = SqliteSpanStore(args.store, create=False)
