@@ -12,7 +12,7 @@ from typing import Any
 
 from causal_middleware.context.conversation import Conversation, conversation_from_trajectories
 from causal_middleware.context.recommendation import Recommendation
-from causal_middleware.store.base import SpanStore
+from causal_middleware.store.base import RunSummary, SpanStore
 
 SESSION_KIND = "context.session"
 DETECTION_KIND = "context.detection"
@@ -36,9 +36,8 @@ def load_conversation(store: SpanStore, session_id: str) -> Conversation:
     record = session_record(store, session_id)
     if record is not None:
         return Conversation.model_validate(record["conversation"])
-    runs = store.list_runs(thread_id=session_id, limit=None)
-    if runs:
-        ordered = sorted(runs, key=lambda r: (r.started_at is None, r.started_at or 0, r.run_id))
+    ordered = thread_runs(store, session_id)
+    if ordered:
         return conversation_from_trajectories(
             [store.get_trajectory(r.run_id) for r in ordered], session_id=session_id
         )
@@ -49,6 +48,12 @@ def load_conversation(store: SpanStore, session_id: str) -> Conversation:
             f"unknown session {session_id!r}: no context.session record, no runs with that thread_id, no such run"
         ) from None
     return conversation_from_trajectories([traj], session_id=traj.thread_id or session_id)
+
+
+def thread_runs(store: SpanStore, thread_id: str) -> list[RunSummary]:
+    """The runs recorded on ``thread_id``, oldest first (runs without a start time last, ties by id)."""
+    runs = store.list_runs(thread_id=thread_id, limit=None)
+    return sorted(runs, key=lambda r: (r.started_at is None, r.started_at or 0, r.run_id))
 
 
 def list_sessions(store: SpanStore) -> list[str]:

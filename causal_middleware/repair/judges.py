@@ -144,12 +144,9 @@ class DissatisfactionJudge:
         """The user runs of the judged run's thread, oldest first, ending with the judged run."""
         if self.store is None or not trajectory.thread_id:
             return [trajectory]
-        summaries = [
-            r
-            for r in self.store.list_runs(thread_id=trajectory.thread_id, limit=None)
-            if r.parent_run_id is None
-        ]
-        ordered = sorted(summaries, key=lambda r: (r.started_at is None, r.started_at or 0, r.run_id))
+        from causal_middleware.context.sessions import thread_runs
+
+        ordered = [r for r in thread_runs(self.store, trajectory.thread_id) if r.parent_run_id is None]
         ids = [r.run_id for r in ordered]
         if trajectory.run_id in ids:
             earlier = ids[: ids.index(trajectory.run_id)]

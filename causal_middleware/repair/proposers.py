@@ -233,8 +233,11 @@ class OfflineProposer:
         hop = trajectory.hop(hop_index)
         recorded = recorded_documents(trajectory)
         docs = [enrich(d, recorded) for d in hop.documents]
-        for i, doc in enumerate(docs if self.index is not None else []):
-            fresh = self._lookup(doc)
+        # each passage as the index holds it now (None: not in the index); one search per passage
+        looked_up: list[Document | None] = (
+            [self._lookup(doc) for doc in docs] if self.index is not None else [None] * len(docs)
+        )
+        for i, (doc, fresh) in enumerate(zip(docs, looked_up, strict=True)):
             if fresh is not None and fresh.text != doc.text:
                 restored = docs[:i] + [fresh] + docs[i + 1 :]
                 yield restored, f"passage {doc.id!r} restored to the index's text"
@@ -242,7 +245,7 @@ class OfflineProposer:
         query = hop.sub_query or input_text(trajectory.input or "")
         hits = [_hit_document(h) for h in self.index.search(query, self.top_k * 2)] if self.index else []
         new = [d for d in hits if d.id not in present]
-        suspects = self._suspects(docs, hits) if new else []
+        suspects = self._suspects(docs, hits, looked_up) if new else []
         if suspects and len(suspects) == len(docs):
             # nothing on topic: which hit carries the fact is unknown, so vary the hit, not the slot
             i, why = suspects[0]
@@ -277,17 +280,20 @@ class OfflineProposer:
         if fresh_top and [d.id for d in fresh_top] != [d.id for d in docs]:
             yield fresh_top, f"evidence re-retrieved for {shorten(query, 80)!r}"
 
-    def _suspects(self, docs: list[Document], hits: list[Document]) -> list[tuple[int, str]]:
+    @staticmethod
+    def _suspects(
+        docs: list[Document], hits: list[Document], looked_up: list[Document | None]
+    ) -> list[tuple[int, str]]:
         """Passages of the hop the index would not have returned for its sub-query (among the top
         ``2 x top_k`` hits), in rank order, with why: planted or off-topic evidence. Replacing one
-        of them in place changes only its own fields, and names the passage that misled the agent."""
+        of them in place changes only its own fields, and names the passage that misled the agent.
+        ``looked_up``: each passage as the index holds it (None when it is not in the index)."""
         returned = {d.id for d in hits}
         suspects: list[tuple[int, str]] = []
         for i, doc in enumerate(docs):
             if doc.id in returned:
                 continue
-            known = self._lookup(doc) is not None
-            why = "not returned by the index for this sub-query" if known else "not in the index"
+            why = "not returned by the index for this sub-query" if looked_up[i] else "not in the index"
             suspects.append((i, why))
         return suspects
 

@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 from causal_middleware.integrations.langgraph.reference_agent.adapter import reference_sweep_environment
 from causal_middleware.integrations.langgraph.replayer.replayer import DISCARDED_LABEL
+from repair_agent import first_failing_fault
 
-from causal_middleware.faults.corpus import FaultCorpus
-from causal_middleware.faults.families import FaultContext, plan_fault
 from causal_middleware.faults.sweep import SweepEnvironment
 from causal_middleware.repair import (
     ForkCache,
@@ -47,22 +46,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SweepEnvironment]:
 @pytest.fixture(scope="module")
 def faulted(env: SweepEnvironment) -> tuple[Trajectory, Question]:
     """The first run whose hop-1 content corruption (fault injection's own family) makes it fail."""
-    corpus = FaultCorpus.from_dataset(env.dataset)
-    for question in env.dataset.questions:
-        base = env.store.get_trajectory(env.run_base(question))
-        if not is_correct(base.answer, question):
-            continue
-        ctx = FaultContext(trajectory=base, question=question, corpus=corpus, adapter=env.adapter, seed=0)
-        plan = plan_fault("content_corruption", ctx, 1)
-        if plan.status != "ready" or plan.intervention is None:
-            continue
-        iv = plan.intervention
-        fork = env.backend.fork(
-            base.run_id, hop=iv.hop, node=iv.node, values=iv.values, intervention_kind=iv.kind
-        )
-        if not is_correct(fork.answer, question):
-            return fork, question
-    pytest.fail("no hop-1 content corruption made the reference agent fail on the 12-question world")
+    return first_failing_fault(env, "content_corruption")
 
 
 def saver(env: SweepEnvironment) -> Any:

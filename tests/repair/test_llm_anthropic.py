@@ -18,9 +18,8 @@ from causal_middleware.integrations.anthropic import AnthropicChatModel
 from causal_middleware.integrations.langgraph.reference_agent.adapter import reference_sweep_environment
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
+from repair_agent import first_failing_fault
 
-from causal_middleware.faults.corpus import FaultCorpus
-from causal_middleware.faults.families import FaultContext, plan_fault
 from causal_middleware.faults.sweep import SweepEnvironment
 from causal_middleware.repair import LLMProposer, ReferenceVerifier, RepairConfig, repair_run
 from causal_middleware.repair.llm import invoke_model, json_list_prefix, parse_json
@@ -152,22 +151,7 @@ def env() -> Iterator[SweepEnvironment]:
 @pytest.fixture(scope="module")
 def drifted(env: SweepEnvironment) -> tuple[Trajectory, Question]:
     """The first run whose hop-1 query drift makes the (otherwise correct) agent fail."""
-    corpus = FaultCorpus.from_dataset(env.dataset)
-    for question in env.dataset.questions:
-        base = env.store.get_trajectory(env.run_base(question))
-        if not is_correct(base.answer, question):
-            continue
-        ctx = FaultContext(trajectory=base, question=question, corpus=corpus, adapter=env.adapter, seed=0)
-        plan = plan_fault("query_drift", ctx, 1)
-        if plan.status != "ready" or plan.intervention is None:
-            continue
-        iv = plan.intervention
-        fork = env.backend.fork(
-            base.run_id, hop=iv.hop, node=iv.node, values=iv.values, intervention_kind=iv.kind
-        )
-        if not is_correct(fork.answer, question):
-            return fork, question
-    pytest.fail("no hop-1 query drift made the reference agent fail on the 12-question world")
+    return first_failing_fault(env, "query_drift")
 
 
 def _verifier(question: Question) -> ReferenceVerifier:

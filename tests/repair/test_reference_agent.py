@@ -14,9 +14,8 @@ from causal_middleware.integrations.langgraph.reference_agent.adapter import ref
 from datasets import load_dataset
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from repair_agent import first_failing_fault
 
-from causal_middleware.faults.corpus import FaultCorpus
-from causal_middleware.faults.families import FaultContext, plan_fault
 from causal_middleware.faults.sweep import SweepEnvironment
 from causal_middleware.repair import (
     OfflineProposer,
@@ -48,22 +47,7 @@ def env() -> Iterator[SweepEnvironment]:
 @pytest.fixture(scope="module")
 def corrupted(env: SweepEnvironment) -> tuple[Trajectory, Question]:
     """The first run whose hop-1 content corruption (fault injection's own family) makes it fail."""
-    corpus = FaultCorpus.from_dataset(env.dataset)
-    for question in env.dataset.questions:
-        base = env.store.get_trajectory(env.run_base(question))
-        if not is_correct(base.answer, question):
-            continue
-        ctx = FaultContext(trajectory=base, question=question, corpus=corpus, adapter=env.adapter, seed=0)
-        plan = plan_fault("content_corruption", ctx, 1)
-        if plan.status != "ready" or plan.intervention is None:
-            continue
-        iv = plan.intervention
-        fork = env.backend.fork(
-            base.run_id, hop=iv.hop, node=iv.node, values=iv.values, intervention_kind=iv.kind
-        )
-        if not is_correct(fork.answer, question):
-            return fork, question
-    pytest.fail("no hop-1 content corruption made the reference agent fail on the 12-question world")
+    return first_failing_fault(env, "content_corruption")
 
 
 def test_repairs_an_injected_failure_of_the_reference_agent(
