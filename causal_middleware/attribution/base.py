@@ -133,6 +133,8 @@ class DiagnosisContext(BaseModel):
       returning a verdict with ``.success`` (the repair package's verifiers); default: answer
       correctness against ``question`` or ``reference``;
     * ``proposer``: the CRS proposer (default: the repair package's offline proposer);
+    * ``state_keys`` / ``rerun_tool``: for the generic intervention space (no adapter): which state
+      key holds a node's documents when several do, and how to re-run a tool live;
     * budgets: ``max_reexecutions`` (forks per diagnosis), ``max_llm_calls``;
     * repair knobs: ``repair_k`` (documents re-retrieved; default: the most a hop of the run
       retrieved, else 5) and ``frozen_rerun`` (node names a frozen probe re-runs; default: the
@@ -153,6 +155,15 @@ class DiagnosisContext(BaseModel):
     max_llm_calls: int | None = Field(default=None, ge=0)
     repair_k: int | None = Field(default=None, ge=1)
     frozen_rerun: list[str] | None = None
+    indexes: dict[str, Index] | None = Field(
+        default=None, description="node -> the index its retriever searches (graphs with several retrievers)"
+    )
+    state_keys: dict[str, str] | None = Field(
+        default=None, description="node -> state key holding its retrieved documents (when ambiguous)"
+    )
+    rerun_tool: Callable[[str, dict[str, Any]], str | None] | None = Field(
+        default=None, description="re-runs a non-side-effecting tool live: (tool name, args) -> output"
+    )
 
     # -- gold ----------------------------------------------------------------------------------
     def expected_answer(self) -> tuple[str, list[str]] | None:

@@ -5,7 +5,8 @@ repair): every node step but the final answer is a candidate, in causal order; K
 step are applied as forks with the suffix regenerated and judged by the context's verifier; a
 step's CRS is 1 when some proposal flips the failure. The diagnosis is the earliest step with
 CRS 1 (its hop and node); none flips: answer stage. The proposer is the context's, else the
-repair package's deterministic :class:`~causal_middleware.repair.proposers.OfflineProposer`.
+repair package's :class:`~causal_middleware.repair.proposers.OfflineProposer` when an agent adapter is
+given, else the generic :class:`~causal_middleware.repair.trace_proposer.TraceProposer`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from causal_middleware.attribution.base import (
 )
 from causal_middleware.attribution.hops import hop_views, question_text
 from causal_middleware.attribution.provenance import impact
+from causal_middleware.attribution.step_probe import probe_steps
 from causal_middleware.spans.model import Trajectory
 
 
@@ -34,8 +36,6 @@ class CRSDiagnoser(Diagnoser):
         self.k = k
 
     def requirements(self, context: DiagnosisContext) -> str | None:
-        if context.proposer is None:
-            return missing_parts(context, "backend", "adapter", "verdict")
         return missing_parts(context, "backend", "verdict")
 
     def _diagnose(self, trajectory: Trajectory, context: DiagnosisContext) -> Diagnosis:
@@ -43,8 +43,10 @@ class CRSDiagnoser(Diagnoser):
         from causal_middleware.repair.proposers import OfflineProposer
 
         proposer = context.proposer
+        if proposer is None and context.adapter is not None:
+            proposer = OfflineProposer(context.adapter, context.index)
         if proposer is None:
-            proposer = OfflineProposer(context.adapter, context.index)  # type: ignore[arg-type]
+            return probe_steps(self.name, trajectory, context, mode="regenerate", k=self.k)
         verify = context.verifier_callable()
 
         def verifier(run: Trajectory) -> bool | None:

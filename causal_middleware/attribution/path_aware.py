@@ -131,6 +131,9 @@ def trusted_k(views: list[HopView], audit: EvidenceAudit | None) -> int | None:
     return max(counts, default=None)
 
 
+DEFAULT_STEP_K = 4
+
+
 class PathAwareDiagnoser(Diagnoser):
     name = "path_aware"
     uses_gold = False
@@ -347,6 +350,13 @@ class PathAwareDiagnoser(Diagnoser):
             "audit": audit.model_dump() if audit is not None else None,
             "suspects": [s.model_dump() for s in ranked],
         }
+        if (
+            context.adapter is None
+            and context.backend is not None
+            and self.max_probes > 0
+            and context.can_judge()
+        ):
+            return self._probe_steps(trajectory, context, ranked, details, cost)
         can_probe = (
             self.max_probes > 0
             and context.backend is not None
@@ -426,3 +436,96 @@ class PathAwareDiagnoser(Diagnoser):
             probes=probes,
             details={**details, "path": chosen.path, "confirmed": confirmed is not None},
         )
+
+    def _probe_steps(
+        self,
+        trajectory: Trajectory,
+        context: DiagnosisContext,
+        ranked: list[Suspect],
+        details: dict[str, Any],
+        cost: DiagnosisCost,
+    ) -> Diagnosis:
+        """Without an agent adapter: probe the suspects' steps first with the generic intervention
+        space (:mod:`~causal_middleware.attribution.step_probe`), then every other step in causal
+        order; the first group with a step whose change restores the answer is the diagnosis."""
+        from causal_middleware.attribution.step_probe import crs_diagnosis, generic_proposer
+        from causal_middleware.repair.candidates import candidate_steps
+        from causal_middleware.repair.crs import compute_crs
+        from causal_middleware.repair.verifiers import CallableVerifier
+
+        steps = candidate_steps(trajectory)
+        groups: list[list[str]] = []
+        for suspect in ranked:
+            ids = [s.step_id for s in steps if s.hop == suspect.hop]
+            if ids and ids not in groups:
+                groups.append(ids)
+        rest = [s.step_id for s in steps if not any(s.step_id in g for g in groups)]
+        if rest:
+            groups.append(rest)
+        proposer = generic_proposer(context)
+        verify = context.verifier_callable()
+        spent = 0
+        last: Diagnosis | None = None
+        for group in groups:
+            cap = None if context.max_reexecutions is None else max(0, context.max_reexecutions - spent)
+            if cap == 0:
+                break
+            result = compute_crs(
+                trajectory,
+                context.backend,  # type: ignore[arg-type]
+                proposer,
+                CallableVerifier(verify, on="trajectory"),
+                k=DEFAULT_STEP_K,
+                candidates=group,
+                max_reexecutions=cap,
+            )
+            spent += result.cost.reexecutions
+            diagnosis = crs_diagnosis(self.name, trajectory, result)
+            cost.add(diagnosis.cost)
+            if last is not None:
+                diagnosis.details["probes"] = last.details.get("probes", []) + diagnosis.details["probes"]
+            last = diagnosis
+            if result.flagged:
+                upstream = self._upstream(trajectory, steps, result.flagged[0].step_id, groups, group)
+                if upstream:
+                    cap = (
+                        None if context.max_reexecutions is None else max(0, context.max_reexecutions - spent)
+                    )
+                    earlier = compute_crs(
+                        trajectory,
+                        context.backend,  # type: ignore[arg-type]
+                        proposer,
+                        CallableVerifier(verify, on="trajectory"),
+                        k=DEFAULT_STEP_K,
+                        candidates=upstream,
+                        max_reexecutions=cap,
+                    )
+                    spent += earlier.cost.reexecutions
+                    if earlier.flagged:
+                        before = last.details["probes"]
+                        last = crs_diagnosis(self.name, trajectory, earlier)
+                        cost.add(last.cost)
+                        last.details["probes"] = before + last.details["probes"]
+                        last.details["upstream_of"] = result.flagged[0].step_id
+                    else:
+                        cost.add(crs_diagnosis(self.name, trajectory, earlier).cost)
+                break
+        assert last is not None or not groups
+        if last is None:
+            return Diagnosis(
+                method=self.name, stage="answer", root_cause="the run has no step to probe", cost=cost
+            )
+        last.cost = cost
+        last.details = {**details, **last.details, "probed": True, "generic": True}
+        return last
+
+    @staticmethod
+    def _upstream(
+        trajectory: Trajectory, steps: list[Any], flipped: str, groups: list[list[str]], current: list[str]
+    ) -> list[str]:
+        """Steps before the flipping one not probed yet: a change there may restore the answer too,
+        and the earliest such step is the root cause (the suspect hop only propagated it)."""
+        ids = [s.step_id for s in steps]
+        probed = {i for g in groups[: groups.index(current) + 1] for i in g}
+        before = ids[: ids.index(flipped)] if flipped in ids else []
+        return [i for i in before if i not in probed]

@@ -1,9 +1,12 @@
 """Probing candidate hops in causal order: the shared loop of ``frozen_hop`` and ``suffix_regen``.
 
-For hops 1..H in order, repair the hop (:mod:`~causal_middleware.attribution.repair_op`), fork in
+With an agent adapter: for hops 1..H in order, repair the hop (:mod:`~causal_middleware.attribution.repair_op`), fork in
 the diagnoser's mode and judge the fork. The first hop whose repair restores a correct answer is
 the diagnosis (stage of that hop). When no repair restores one, the failure is blamed on answer
 generation. Probing stops at the first restoring hop, at the re-execution budget, or at the end.
+
+Without one (any LangGraph agent): every step, planners outside the hops included, with the
+intervention space derived from the trace (:mod:`~causal_middleware.attribution.step_probe`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from causal_middleware.attribution.base import (
 from causal_middleware.attribution.hops import hop_views, question_text
 from causal_middleware.attribution.provenance import impact
 from causal_middleware.attribution.repair_op import ProbeBudgetExhausted, ProbeRunner
+from causal_middleware.attribution.step_probe import probe_steps
 from causal_middleware.spans.model import Trajectory
 
 
@@ -31,9 +35,14 @@ class CausalOrderProbe(Diagnoser):
     needs_live_agent = True
 
     def requirements(self, context: DiagnosisContext) -> str | None:
+        if context.adapter is None:
+            return missing_parts(context, "backend", "verdict")
         return missing_parts(context, "backend", "adapter", "index", "verdict")
 
     def _diagnose(self, trajectory: Trajectory, context: DiagnosisContext) -> Diagnosis:
+        if context.adapter is None:
+            # no adapter: every step, with the intervention space derived from the trace
+            return probe_steps(self.name, trajectory, context, mode=self.mode)
         views = hop_views(trajectory)
         cost = DiagnosisCost()
         runner = ProbeRunner(trajectory, context, cost, views)

@@ -266,9 +266,9 @@ def run_fp(p: dict[str, Any]) -> dict[str, Any]:
 def load_judge(spec: str) -> Any:
     """The judge chat model: ``module:attr`` (an instance, class or factory), or a Claude model name."""
     if ":" in spec:
-        from causal_middleware.cli.diagnose import load_object
+        from causal_middleware.cli.live_agent import load_spec
 
-        return load_object(spec, "judge")
+        return load_spec(spec, "judge")
     import os
 
     from causal_middleware.integrations.anthropic import API_KEY_ENV, AnthropicChatModel

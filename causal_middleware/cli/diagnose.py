@@ -1,22 +1,27 @@
-"""``causal-mw diagnose RUN_ID --method NAME``: which hop of a stored failed run caused the failure.
+"""``causal-mw diagnose RUN_ID --method NAME``: which step of a stored failed run caused the failure.
 
 Passive methods (``rule``, ``coverage``, ``holistic``, ``iterative``, ``llm_judge``, the LLM forms)
 run on the stored trajectory alone. Probe methods (``frozen_hop``, ``suffix_regen``, ``crs``) fork
 the run on a live agent: ``--graph`` names it the way ``langgraph.json`` does, and the replayer
 of ``causal_middleware.integrations.langgraph`` drives it. ``path_aware`` runs passively without
-``--graph`` and adds its probes with it.
+``--graph`` and adds its probes with it. With ``--graph`` alone the interventions are derived from
+the trace (documents left out or replaced by the graph's own retriever, tools re-run, values from
+the step's evidence); ``--adapter`` and ``--index`` override them.
+
+``--json`` prints the :class:`~causal_middleware.attribution.base.Diagnosis`: ``method``,
+``run_id``, ``ran``, ``reason``, ``stage``, ``hop``, ``node``, ``step_id``, ``root_cause``,
+``step_scores``, ``cost``, ``probes`` and ``details`` (``details.evidence``: ``state_key``, ``ids``,
+``change``; ``details.probes``: every intervention tried, with its result).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import sys
-from pathlib import Path
 from typing import Any
 
-from causal_middleware.cli._common import add_json_arg, add_store_arg, print_json
+from causal_middleware.cli._common import add_json_arg, add_store_arg, load_verifier, print_json
+from causal_middleware.cli.live_agent import live_agent, load_spec, parse_state_keys
 
 PROBE_METHODS = ("frozen_hop", "suffix_regen", "crs")
 
@@ -44,13 +49,27 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--adapter",
         metavar="SPEC",
-        help="AgentAdapter for hop repairs (module:attr; an instance, class or factory). "
-        "Default: the reference agent's adapter when the graph has its nodes",
+        help="optional AgentAdapter overriding the interventions derived from the trace "
+        "(module:attr or file.py:attr; an instance, class or factory)",
     )
     p.add_argument(
         "--index",
         metavar="SPEC",
-        help="retrieval index the agent searches (module:attr; instance or factory)",
+        help="retrieval index for audits and re-retrieval (module:attr; instance or factory). "
+        "Default with --graph: the graph's own LangChain retriever",
+    )
+    p.add_argument(
+        "--verifier",
+        metavar="SPEC",
+        help="module:callable or file.py:callable judging a fork: f(answer) -> True/False/None "
+        "(annotate its parameter Trajectory to get the whole run); default: the reference answer",
+    )
+    p.add_argument(
+        "--state-key",
+        action="append",
+        metavar="NODE=KEY",
+        help="the state key holding NODE's retrieved documents, when its update holds them under "
+        "several keys (repeatable)",
     )
     p.add_argument(
         "--judge", metavar="SPEC", help="chat model for LLM methods (module:attr; instance or factory)"
@@ -63,44 +82,6 @@ def register(subparsers: Any) -> None:
     add_json_arg(p)
     add_store_arg(p)
     p.set_defaults(func=_diagnose)
-
-
-def load_object(spec: str, what: str) -> Any:
-    """The object ``module:attr`` (or ``path/file.py:attr``) names; a class or factory is called."""
-    if not isinstance(spec, str) or ":" not in spec:
-        raise ValueError(f"--{what} {spec!r} must look like 'package.module:attr' or 'path/to/file.py:attr'")
-    where, _, attr = spec.rpartition(":")
-    if where.endswith(".py") or "/" in where:
-        path = Path(where)
-        if not path.is_file():
-            raise FileNotFoundError(f"--{what} file {where!r} does not exist")
-        module_spec = importlib.util.spec_from_file_location(f"_causal_{what}_{path.stem}", path)
-        if module_spec is None or module_spec.loader is None:
-            raise ValueError(f"cannot import {where!r} as a Python module")
-        module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
-    else:
-        try:
-            module = importlib.import_module(where)
-        except ModuleNotFoundError as exc:
-            raise ValueError(f"cannot import module {where!r} of --{what} {spec!r}: {exc}") from exc
-    obj: Any = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise ValueError(f"{where!r} has no attribute {attr!r} (--{what} {spec!r})")
-        obj = getattr(obj, part)
-    if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "invoke") and not hasattr(obj, "search")):
-        obj = obj()
-    return obj
-
-
-def _default_adapter(graph: Any) -> Any:
-    nodes = set(getattr(getattr(graph, "graph", graph), "nodes", {}) or {})
-    if {"decide", "retrieve", "read"} <= nodes:
-        from causal_middleware.integrations.langgraph.reference_agent.adapter import ReferenceAgentAdapter
-
-        return ReferenceAgentAdapter()
-    return None
 
 
 def _diagnose(args: argparse.Namespace) -> int:
@@ -129,20 +110,28 @@ def _diagnose(args: argparse.Namespace) -> int:
             "reference": args.reference if args.reference is not None else trajectory.reference,
             "max_reexecutions": args.max_reexecutions,
         }
-        if args.index:
-            context["index"] = load_object(args.index, "index")
         if args.judge:
-            context["chat_model"] = load_object(args.judge, "judge")
-        instrumented = None
+            context["chat_model"] = load_spec(args.judge, "judge")
+        if args.verifier:
+            context["verifier"] = load_verifier(args.verifier)
+        keys = parse_state_keys(args.state_key)
         if args.graph:
-            instrumented, backend, adapter = _live_agent(args, store, trajectory)
-            context["backend"] = backend
-            context["adapter"] = adapter
-        try:
+            with live_agent(
+                args.graph, store, trajectory, adapter=args.adapter, index=args.index, state_keys=keys
+            ) as agent:
+                context.update(
+                    backend=agent.backend,
+                    adapter=agent.adapter,
+                    index=agent.index,
+                    indexes=agent.indexes or None,
+                    rerun_tool=agent.rerun_tool,
+                    state_keys=agent.state_keys or None,
+                )
+                diagnosis = get_diagnoser(method).diagnose(trajectory, DiagnosisContext(**context))
+        else:
+            if args.index:
+                context["index"] = load_spec(args.index, "index")
             diagnosis = get_diagnoser(method).diagnose(trajectory, DiagnosisContext(**context))
-        finally:
-            if instrumented is not None:
-                instrumented.shutdown()
         if args.save:
             store.put_record("diagnosis", run_id, diagnosis.model_dump(mode="json"))
     if args.json:
@@ -150,32 +139,6 @@ def _diagnose(args: argparse.Namespace) -> int:
         return 0 if diagnosis.ran else 1
     _print(diagnosis)
     return 0 if diagnosis.ran else 1
-
-
-def _live_agent(args: argparse.Namespace, store: Any, trajectory: Any) -> tuple[Any, Any, Any]:
-    """(instrumented graph to shut down or None, fork backend, adapter) for ``--graph``."""
-    if importlib.util.find_spec("causal_middleware.integrations.langgraph.replayer") is None:
-        raise ValueError(
-            "--graph needs the LangGraph replayer (causal_middleware.integrations.langgraph.replayer)"
-        )
-    from causal_middleware.integrations.langgraph.instrument import InstrumentedGraph, instrument
-    from causal_middleware.integrations.langgraph.replayer import Replayer, load_graph
-    from causal_middleware.integrations.langgraph.replayer.locate import answer_nodes_of, hop_nodes_of
-
-    graph = load_graph(args.graph)
-    adapter = load_object(args.adapter, "adapter") if args.adapter else _default_adapter(graph)
-    owned = None
-    if isinstance(graph, InstrumentedGraph):
-        instrumented = graph
-    else:
-        instrumented = owned = instrument(
-            graph,
-            store=store,
-            hop_nodes=hop_nodes_of(trajectory) or None,
-            answer_nodes=answer_nodes_of(trajectory) or None,
-        )
-    backend = Replayer(instrumented, store=instrumented.store or store)
-    return owned, backend, adapter
 
 
 def _print(diagnosis: Any) -> None:
@@ -201,6 +164,17 @@ def _print(diagnosis: Any) -> None:
         f"  cost       : {c.llm_calls} LLM calls, {c.tokens} tokens, {c.reexecutions} re-executions, "
         f"{c.retrievals} index searches; gold used: {'yes' if diagnosis.uses_gold else 'no'}"
     )
+    evidence = diagnosis.details.get("evidence") if isinstance(diagnosis.details, dict) else None
+    if evidence:
+        console.print(f"  evidence   : {evidence.get('state_key')} {evidence.get('ids')}")
+    for probe in (diagnosis.details.get("probes") or [])[:12] if isinstance(diagnosis.details, dict) else []:
+        outcome = {True: "restored", False: "still wrong", None: "unknown"}[probe.get("restored")]
+        detail = (
+            f"error: {probe['error']}"
+            if probe.get("error")
+            else f"answer {probe.get('answer')!r} ({outcome})"
+        )
+        console.print(f"  probe      : {probe.get('node')}: {probe.get('change')} -> {detail}")
     for p in diagnosis.probes:
         outcome = {True: "restored", False: "still wrong", None: "unknown"}[p.restored]
         detail = f"error: {p.error}" if p.error else f"answer {p.answer!r} ({outcome})"

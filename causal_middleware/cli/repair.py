@@ -5,22 +5,28 @@ Without ``--graph`` the command rebuilds the agent ``causal-mw demo`` ran: the r
 the default world (``--n``/``--seed`` as given to the demo), with the checkpoints the demo kept
 next to the store (``<store>.checkpoints.db``). With ``--graph`` it loads any graph the way
 ``langgraph.json`` names graphs; the graph must use the checkpointer that holds the run's
-checkpoints, and the offline proposer then needs ``--adapter`` (an ``AgentAdapter``; the
-reference agent's is used when the graph is the reference agent) and optionally ``--index``.
+checkpoints. The offline proposer then derives every step's alternatives from the trace (no adapter:
+documents left out or replaced by the graph's own retriever, tools re-run, values from the step's
+evidence); ``--adapter`` and ``--index`` override it, ``--proposer llm --model SPEC`` asks a chat model.
+
+``--json`` prints the :class:`~causal_middleware.repair.models.RepairResult`: ``run_id``, ``status``
+(repaired | no_flip | unvalidated | not_failed), ``explanation``, ``repair`` (``node``, ``hop``,
+``target`` state key, ``evidence`` ids, ``original``, ``repaired``, ``minimality``, ``validation``,
+``fork_run_id``), ``crs`` (per-step scores and probes), ``cost`` and ``pair``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from causal_middleware.cli._common import add_json_arg, add_store_arg, print_json
+from causal_middleware.cli._common import add_json_arg, add_store_arg, load_verifier, print_json
+from causal_middleware.cli.live_agent import LiveAgent, live_agent, load_spec, parse_state_keys
 from causal_middleware.repair.models import RepairResult
 from causal_middleware.repair.render import shorten
 
@@ -44,9 +50,41 @@ def register(subparsers: Any) -> None:
         help="the agent graph (path/to/file.py:graph or package.module:graph); "
         "default: the reference agent of causal-mw demo",
     )
-    p.add_argument("--adapter", metavar="SPEC", help="module:attr of the agent's AgentAdapter (with --graph)")
     p.add_argument(
-        "--index", metavar="SPEC", help="module:attr of the corpus Index for re-retrieval (with --graph)"
+        "--adapter",
+        metavar="SPEC",
+        help="optional AgentAdapter (module:attr) overriding the interventions derived from the trace",
+    )
+    p.add_argument(
+        "--index",
+        metavar="SPEC",
+        help="Index (module:attr) for re-retrieval; default with --graph: the graph's own retriever",
+    )
+    p.add_argument(
+        "--proposer",
+        choices=("offline", "llm"),
+        default="offline",
+        help="who proposes alternative step outputs: offline (derived from the trace, no model; "
+        "default) or llm (a chat model given by --model)",
+    )
+    p.add_argument(
+        "--model",
+        metavar="SPEC",
+        help="LangChain chat model for --proposer llm (module:attr or file.py:attr; instance or factory)",
+    )
+    p.add_argument(
+        "--temperature", type=float, default=0.7, help="--proposer llm sampling temperature (default 0.7)"
+    )
+    p.add_argument(
+        "--verifier",
+        metavar="SPEC",
+        help="module:callable judging a fork, f(answer) -> True/False/None; default: the reference answer",
+    )
+    p.add_argument(
+        "--state-key",
+        action="append",
+        metavar="NODE=KEY",
+        help="the state key holding NODE's retrieved documents when its update holds several (repeatable)",
     )
     p.add_argument(
         "--n", type=int, default=60, help="default agent: the demo's number of questions (default 60)"
@@ -82,11 +120,14 @@ def register(subparsers: Any) -> None:
 
 
 def _repair(args: argparse.Namespace) -> int:
-    from causal_middleware.repair.proposers import OfflineProposer
     from causal_middleware.repair.service import RepairConfig, repair_run
-    from causal_middleware.repair.verifiers import ReferenceVerifier
+    from causal_middleware.repair.verifiers import ReferenceVerifier, as_verifier
     from causal_middleware.store.sqlite import SqliteSpanStore
 
+    if args.proposer == "llm" and not args.model:
+        raise ValueError("--proposer llm needs --model module:attr (a LangChain chat model)")
+    if args.model and args.proposer != "llm":
+        raise ValueError("--model is for --proposer llm")
     m, n = args.validate
     config = RepairConfig(
         k=args.k,
@@ -105,15 +146,22 @@ def _repair(args: argparse.Namespace) -> int:
     with store:
         run_id = store.resolve_run_id(args.run_id)
         trajectory = store.get_trajectory(run_id)
-        with _agent(args, store, trajectory) as (backend, adapter, index, aliases):
+        with _agent(args, store, trajectory) as (agent, aliases):
             reference = args.reference or trajectory.reference
-            if reference is None:
-                raise ValueError(f"run {run_id} has no stored reference answer; pass --reference ANSWER")
+            if args.verifier:
+                verifier = as_verifier(load_verifier(args.verifier))
+            elif reference is None:
+                raise ValueError(
+                    f"run {run_id} has no stored reference answer; pass --reference ANSWER "
+                    "(or --verifier module:callable)"
+                )
+            else:
+                verifier = ReferenceVerifier(reference, aliases)
             result = repair_run(
                 trajectory,
-                backend=backend,
-                proposer=OfflineProposer(adapter, index),
-                verifier=ReferenceVerifier(reference, aliases),
+                backend=agent.backend,
+                proposer=_proposer(args, agent),
+                verifier=verifier,
                 store=store,
                 config=config,
             )
@@ -124,63 +172,74 @@ def _repair(args: argparse.Namespace) -> int:
     return 0
 
 
+def _proposer(args: argparse.Namespace, agent: LiveAgent) -> Any:
+    """The proposer ``--proposer`` names: offline (the adapter's when one is given, else derived
+    from the trace) or an LLM."""
+    from causal_middleware.repair.proposers import LLMProposer, OfflineProposer
+    from causal_middleware.repair.trace_proposer import TraceProposer
+
+    if args.proposer == "llm":
+        return LLMProposer(load_spec(args.model, "model"), temperature=args.temperature)
+    if agent.adapter is not None:
+        return OfflineProposer(agent.adapter, agent.index)
+    return TraceProposer(
+        agent.index, indexes=agent.indexes, rerun_tool=agent.rerun_tool, state_keys=agent.state_keys
+    )
+
+
 @contextlib.contextmanager
-def _agent(
+def _agent(args: argparse.Namespace, store: Any, trajectory: Any) -> Iterator[tuple[LiveAgent, list[str]]]:
+    """The run's agent and the answer's aliases; closes what it opened."""
+    if args.graph:
+        with live_agent(
+            args.graph,
+            store,
+            trajectory,
+            adapter=args.adapter,
+            index=args.index,
+            state_keys=parse_state_keys(args.state_key),
+        ) as agent:
+            yield agent, []
+        return
+    with _demo_agent(args, store, trajectory) as demo:
+        yield demo
+
+
+@contextlib.contextmanager
+def _demo_agent(
     args: argparse.Namespace, store: Any, trajectory: Any
-) -> Iterator[tuple[Any, Any, Any, list[str]]]:
-    """(fork backend, adapter, index, answer aliases) for the run's agent; closes what it opened."""
-    from causal_middleware.integrations.langgraph.instrument import InstrumentedGraph, instrument
+) -> Iterator[tuple[LiveAgent, list[str]]]:
+    """The reference agent ``causal-mw demo`` recorded with (the benchmark agent, its adapter)."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from causal_middleware.cli.demo import _checkpoint_path
+    from causal_middleware.integrations.langgraph.instrument import instrument
     from causal_middleware.integrations.langgraph.reference_agent import (
         REFERENCE_ANSWER_NODES,
         REFERENCE_HOP_NODES,
+        build_reference_agent,
+        make_index,
     )
     from causal_middleware.integrations.langgraph.reference_agent.adapter import ReferenceAgentAdapter
-    from causal_middleware.integrations.langgraph.replayer import Replayer, load_graph
-    from causal_middleware.integrations.langgraph.replayer.locate import answer_nodes_of, hop_nodes_of
+    from causal_middleware.integrations.langgraph.replayer import Replayer
+    from causal_middleware.models.offline import OfflineChatModel
+    from causal_middleware.retrieval.langchain import IndexRetriever
+    from causal_middleware.world.generator import generate_world
 
-    connection: sqlite3.Connection | None = None
-    aliases: list[str] = []
-    if args.graph:
-        graph = load_graph(args.graph)
-        adapter = _load(args.adapter) if args.adapter else None
-        if adapter is None and str(trajectory.graph or "").startswith("reference_agent"):
-            adapter = ReferenceAgentAdapter()
-        if adapter is None:
-            raise ValueError(
-                "the offline proposer needs the agent's AgentAdapter: pass --adapter module:attr"
-            )
-        index = _load(args.index) if args.index else None
-        if isinstance(graph, InstrumentedGraph):
-            instrumented = graph
-        else:
-            instrumented = instrument(
-                graph,
-                store=store,
-                hop_nodes=hop_nodes_of(trajectory) or None,
-                answer_nodes=answer_nodes_of(trajectory) or None,
-            )
-    else:
-        from langgraph.checkpoint.sqlite import SqliteSaver
-
-        from causal_middleware.cli.demo import _checkpoint_path
-        from causal_middleware.integrations.langgraph.reference_agent import build_reference_agent, make_index
-        from causal_middleware.models.offline import OfflineChatModel
-        from causal_middleware.retrieval.langchain import IndexRetriever
-        from causal_middleware.world.generator import generate_world
-
-        checkpoints = _checkpoint_path(args.store, args.checkpoints)
-        if checkpoints != ":memory:" and not Path(checkpoints).exists():
-            raise FileNotFoundError(
-                f"checkpoint database not found: {checkpoints} (record runs with causal-mw demo, or pass --graph)"
-            )
-        world = generate_world(args.n, seed=args.seed)
-        retriever = str(trajectory.labels.get("retriever") or "bm25")
-        index = make_index(retriever, world)
-        question_id = trajectory.labels.get("question_id")
-        question = next((q for q in world.questions if q.id == question_id), None)
-        if question is not None:
-            aliases = list(question.aliases)
-        connection = sqlite3.connect(checkpoints, check_same_thread=False)
+    checkpoints = _checkpoint_path(args.store, args.checkpoints)
+    if checkpoints != ":memory:" and not Path(checkpoints).exists():
+        raise FileNotFoundError(
+            f"checkpoint database not found: {checkpoints} (record runs with causal-mw demo, or pass --graph)"
+        )
+    world = generate_world(args.n, seed=args.seed)
+    retriever = str(trajectory.labels.get("retriever") or "bm25")
+    index = make_index(retriever, world)
+    question_id = trajectory.labels.get("question_id")
+    question = next((q for q in world.questions if q.id == question_id), None)
+    aliases = list(question.aliases) if question is not None else []
+    connection = sqlite3.connect(checkpoints, check_same_thread=False)
+    instrumented = None
+    try:
         graph = build_reference_agent(
             IndexRetriever(index=index, k=args.retriever_k),
             OfflineChatModel(seed=args.seed),
@@ -194,29 +253,17 @@ def _agent(
             answer_nodes=REFERENCE_ANSWER_NODES,
             graph_name=trajectory.graph or f"reference_agent[{retriever}]",
         )
-        adapter = ReferenceAgentAdapter()
-    try:
-        yield Replayer(instrumented, store=store), adapter, index, aliases
+        adapter = None if args.adapter is None else load_spec(args.adapter, "adapter")
+        agent = LiveAgent(
+            backend=Replayer(instrumented, store=store),
+            adapter=adapter or ReferenceAgentAdapter(),
+            index=index,
+        )
+        yield agent, aliases
     finally:
-        if instrumented is not graph:
+        if instrumented is not None:
             instrumented.shutdown()
-        if connection is not None:
-            connection.close()
-
-
-def _load(spec: str) -> Any:
-    module, sep, attr = spec.rpartition(":")
-    if not sep or not module or not attr:
-        raise ValueError(f"{spec!r} must look like package.module:attr")
-    try:
-        obj: Any = importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        raise ValueError(f"cannot import {module!r} ({spec!r}): {exc}") from exc
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise ValueError(f"{module!r} has no attribute {attr!r}")
-        obj = getattr(obj, part)
-    return obj() if isinstance(obj, type) else obj
+        connection.close()
 
 
 def _print(result: RepairResult) -> None:

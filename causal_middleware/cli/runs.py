@@ -1,4 +1,4 @@
-"""``causal-mw runs``: list, show, export and import the runs kept in a span store."""
+"""``causal-mw runs``: list, show, annotate, export and import the runs kept in a span store."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from rich.console import Console
 from rich.table import Table
 
 from causal_middleware.cli._common import add_json_arg, add_store_arg, print_json
-from causal_middleware.spans.model import Hop, Outcome, Trajectory
+from causal_middleware.spans.model import Hop, Outcome, ToolStep, Trajectory
+from causal_middleware.store._common import normalize_outcome
 from causal_middleware.store.base import RunSummary
 from causal_middleware.store.sqlite import SqliteSpanStore
 
@@ -23,27 +24,67 @@ _OUTPUT_KEYS = ("answer", "final_answer", "fact", "extracted", "extracted_fact",
 
 
 def register(subparsers: Any) -> None:
-    runs = subparsers.add_parser("runs", help="list, show, export and import recorded runs")
+    runs = subparsers.add_parser("runs", help="list, show, annotate, export and import recorded runs")
     sub = runs.add_subparsers(dest="runs_command", metavar="SUBCOMMAND")
     sub.required = True
 
-    p = sub.add_parser("list", help="list runs, newest first")
+    p = sub.add_parser(
+        "list",
+        help="list runs, newest first",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_LIST_EPILOG,
+    )
     p.add_argument("--outcome", choices=[o.value for o in Outcome], help="only runs with this outcome")
     p.add_argument("--thread", help="only runs of this LangGraph thread id")
     p.add_argument("--label", help="only runs with this label: KEY or KEY=VALUE")
-    p.add_argument("--parent", help="only counterfactual runs forked from this run id")
+    p.add_argument(
+        "--parent",
+        metavar="RUN_ID",
+        help="only counterfactual runs forked from this run (id, or a prefix of at least 6 hex digits)",
+    )
     p.add_argument("--limit", type=int, default=50, help="at most this many runs (default 50)")
     add_json_arg(p)
     add_store_arg(p)
     p.set_defaults(func=_list)
 
-    p = sub.add_parser("show", help="show one run: header, hop table, answer")
+    p = sub.add_parser(
+        "show",
+        help="show one run: header, hop table, tool calls, answer",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_SHOW_EPILOG,
+    )
     p.add_argument(
         "run_id", metavar="RUN_ID", help="run id, or an unambiguous prefix of at least 6 hex digits"
     )
     add_json_arg(p)
     add_store_arg(p)
     p.set_defaults(func=_show)
+
+    p = sub.add_parser(
+        "annotate",
+        help="set a run's outcome (failure, success, unknown), reference answer or labels",
+        description=(
+            "Record what was learned about a run after it ended: its outcome, the answer it should "
+            "have given, labels. An outcome set here overrides the one derived at record time from "
+            "the run's reference; labels are merged into the run's labels."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_ANNOTATE_EPILOG,
+    )
+    p.add_argument("run_id", metavar="RUN", help="run id, or an unambiguous prefix of at least 6 hex digits")
+    p.add_argument("--outcome", metavar="OUTCOME", help="failure, success or unknown")
+    p.add_argument("--reference", metavar="TEXT", help="the run's reference (correct) answer")
+    p.add_argument(
+        "--label",
+        dest="labels",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a label to set on the run (repeatable)",
+    )
+    add_json_arg(p)
+    add_store_arg(p)
+    p.set_defaults(func=_annotate)
 
     p = sub.add_parser("export", help="write runs to an OTLP/JSON file")
     p.add_argument("--out", required=True, metavar="FILE", help="OTLP/JSON file to write")
@@ -63,6 +104,28 @@ def register(subparsers: Any) -> None:
     add_json_arg(p)
     add_store_arg(p)
     p.set_defaults(func=_import)
+
+
+_LIST_EPILOG = """\
+--json prints a list, newest first, of objects with the keys:
+  run_id, thread_id, graph, started_at, ended_at (ISO 8601), status (ok|error|unset),
+  outcome (success|failure|unknown|null), answer, n_hops (hops recorded in the run's own spans),
+  hops (the run's hop count; for a fork, the whole run: the parent's hops before the fork point
+  plus its own), fork_hop (the hop a fork was forked at; null for other runs), n_spans, labels,
+  parent_run_id (the run a fork was forked from; null for other runs).
+The table's "hops" column is `hops`; "fork of" names the parent and fork hop of a fork."""
+
+_SHOW_EPILOG = """\
+The human output lists every tool call (hop, node, tool, arguments, output, shortened).
+--json prints the run's Trajectory (run_id, thread_id, graph, input, answer, reference, outcome,
+status, error, started_at, ended_at, cost, labels, lineage, hops, steps, metadata); tool calls are
+the `steps` of kind "tool" (tool_name, call_id, args, output in full, side_effecting, hop, node)."""
+
+_ANNOTATE_EPILOG = """\
+At least one of --outcome, --reference, --label. Bad input (an unknown outcome, a label without
+'=', an unknown or ambiguous run) is a one-line error, exit code 2, and nothing is written.
+--json prints {"run_id", "outcome", "reference", "labels"} as stored after the annotation.
+example: causal-mw runs annotate 3f2a9c --outcome failure --reference "Paris" --label reviewer=ana"""
 
 
 def _open(path: str, *, create: bool = False) -> SqliteSpanStore:
@@ -100,44 +163,70 @@ def _labels(labels: dict[str, Any]) -> str:
 # --- list ------------------------------------------------------------------------------------
 def _list(args: argparse.Namespace) -> int:
     with _open(args.store) as store:
+        parent = store.resolve_run_id(args.parent) if args.parent else None
         runs = store.list_runs(
             outcome=args.outcome,
             thread_id=args.thread,
             label=args.label,
-            parent_run_id=args.parent,
+            parent_run_id=parent,
             limit=args.limit,
         )
+        hops = {r.run_id: _hop_count(store, r) for r in runs}
     if args.json:
-        print_json([r.model_dump(mode="json") for r in runs])
+        print_json(
+            [
+                {**r.model_dump(mode="json"), "hops": hops[r.run_id][0], "fork_hop": hops[r.run_id][1]}
+                for r in runs
+            ]
+        )
         return 0
     console = _console()
     if not runs:
         console.print(f"no runs in {args.store} match")
         return 0
-    console.print(_runs_table(runs))
+    console.print(_runs_table(runs, hops))
     return 0
 
 
-def _runs_table(runs: Iterable[RunSummary]) -> Table:
+def _hop_count(store: SqliteSpanStore, run: RunSummary) -> tuple[int, int | None]:
+    """(hops, fork hop) of a listed run. A fork's own spans hold only the hops it re-ran, so its
+    count is its stitched trajectory's (the parent's hops before the fork point plus its own)."""
+    if run.parent_run_id is None:
+        return run.n_hops, None
+    try:
+        trajectory = store.get_trajectory(run.run_id)
+    except KeyError:
+        return run.n_hops, None
+    lineage = trajectory.lineage
+    return max(len(trajectory.hops), run.n_hops), lineage.fork_hop if lineage is not None else None
+
+
+def _runs_table(runs: Iterable[RunSummary], hops: dict[str, tuple[int, int | None]]) -> Table:
     table = Table(title="runs (newest first)", title_justify="left")
     table.add_column("run id", no_wrap=True)
     table.add_column("started", no_wrap=True)
     table.add_column("graph")
     table.add_column("hops", justify="right")
+    table.add_column("fork of")
     table.add_column("outcome")
     table.add_column("status")
     table.add_column("answer")
     table.add_column("labels")
     for r in runs:
+        count, fork_hop = hops.get(r.run_id, (r.n_hops, None))
+        fork = ""
+        if r.parent_run_id is not None:
+            fork = r.parent_run_id[:12] + (f" @ hop {fork_hop}" if fork_hop is not None else "")
         table.add_row(
             r.run_id,
             _when(r.started_at),
             r.graph or "",
-            str(r.n_hops),
+            str(count),
+            fork,
             r.outcome.value if r.outcome is not None else "",
             r.status.value,
             _clip(r.answer, 40),
-            _labels(r.labels),
+            _clip(_labels(r.labels), 60),
         )
     return table
 
@@ -157,6 +246,10 @@ def _show(args: argparse.Namespace) -> int:
         console.print(_hop_table(trajectory.hops))
     else:
         console.print("no hops recorded")
+    tools = trajectory.steps_of("tool")
+    if tools:
+        console.print()
+        console.print(_tool_table(tools))
     console.print()
     console.print(f"[bold]answer:[/bold] {trajectory.answer if trajectory.answer is not None else '(none)'}")
     return 0
@@ -222,6 +315,29 @@ def _hop_table(hops: Iterable[Hop]) -> Table:
     return table
 
 
+def _tool_table(steps: Iterable[ToolStep]) -> Table:
+    table = Table(title="tool calls", title_justify="left")
+    table.add_column("hop", justify="right")
+    table.add_column("node")
+    table.add_column("tool")
+    table.add_column("args")
+    table.add_column("output")
+    table.add_column("status")
+    for step in steps:
+        status = step.status.value + (f": {_clip(step.error, 40)}" if step.error else "")
+        if step.side_effecting:
+            status += " (side-effecting)"
+        table.add_row(
+            str(step.hop) if step.hop is not None else "",
+            step.node or "",
+            step.tool_name or step.name,
+            _clip(step.args, 50),
+            _clip(step.output, 80) or "(none)",
+            status,
+        )
+    return table
+
+
 def _find_text(value: Any, depth: int = 0) -> str | None:
     if isinstance(value, str):
         return value or None
@@ -256,6 +372,45 @@ def _hop_output(hop: Hop) -> str:
         if step.kind == "llm" and step.output:
             return str(step.output)
     return ""
+
+
+# --- annotate --------------------------------------------------------------------------------
+def _parse_labels(items: list[str]) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--label must look like KEY=VALUE, got {item!r}")
+        labels[key.strip()] = value
+    return labels
+
+
+def _annotate(args: argparse.Namespace) -> int:
+    # every argument is checked before the store is opened: bad input writes nothing
+    outcome = normalize_outcome(args.outcome) if args.outcome is not None else None
+    labels = _parse_labels(args.labels)
+    if outcome is None and args.reference is None and not labels:
+        raise ValueError("nothing to annotate: pass --outcome, --reference or --label")
+    with _open(args.store) as store:
+        run_id = store.resolve_run_id(args.run_id)
+        store.annotate(run_id, outcome=outcome, reference=args.reference, labels=labels or None)
+        trajectory = store.get_trajectory(run_id)
+    result = {
+        "run_id": run_id,
+        "outcome": trajectory.outcome.value if trajectory.outcome is not None else None,
+        "reference": trajectory.reference,
+        "labels": trajectory.labels,
+    }
+    if args.json:
+        print_json(result)
+        return 0
+    facts = [f"outcome {result['outcome'] or '(none)'}"]
+    if trajectory.reference is not None:
+        facts.append(f"reference {_clip(trajectory.reference, 60)}")
+    if labels:
+        facts.append(f"labels {_labels(labels)}")
+    print(f"annotated {run_id}: {', '.join(facts)}")
+    return 0
 
 
 # --- export / import -------------------------------------------------------------------------

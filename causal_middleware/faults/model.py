@@ -43,7 +43,7 @@ FAULT_SETS: dict[str, tuple[FaultFamily, ...]] = {
 }
 # Families whose injected passages can also be written into the index (--persistent).
 PERSISTABLE_FAMILIES: tuple[FaultFamily, ...] = ("content_corruption", "false_premise", "stale_evidence")
-Stage = Literal["retrieval", "tool", "answer", "none"]
+Stage = Literal["retrieval", "tool", "planning", "answer", "none"]
 Outcome = Literal["recovered", "failed"]
 ContentOutcome = Literal["absorbed", "resisted", "derailed"]
 UnitStatus = Literal["done", "ineligible", "skipped", "error"]

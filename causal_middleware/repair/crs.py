@@ -30,7 +30,7 @@ from causal_middleware.repair.models import CRSResult, Probe, Proposal, RepairCo
 from causal_middleware.repair.proposers import Proposer
 from causal_middleware.repair.render import canonical_json
 from causal_middleware.repair.verifiers import Verifier, as_verifier
-from causal_middleware.replay.protocol import ForkBackend
+from causal_middleware.replay.protocol import ForkBackend, SuffixMode
 from causal_middleware.spans.model import NodeStep, Trajectory
 
 NO_PROPOSALS = "no proposals"  # StepScore.skipped when the proposer gave none (then ": " and its note)
@@ -79,15 +79,20 @@ def fork_with(
     proposal: Proposal,
     *,
     labels: dict[str, Any] | None = None,
+    mode: SuffixMode = "regenerate",
+    rerun: list[str] | None = None,
 ) -> Trajectory:
-    """Apply ``proposal`` to ``trajectory`` as a fork with the suffix regenerated."""
+    """Apply ``proposal`` to ``trajectory`` as a fork (suffix regenerated, or ``frozen`` but for
+    ``rerun``). A proposal with an ``edit`` is applied to the node's live recorded output."""
     return backend.fork(
         trajectory.run_id,
         hop=proposal.hop,
         node=proposal.node,
         step=proposal.langgraph_step,
-        values=proposal.values,
-        mode="regenerate",
+        values=None if proposal.edit is not None else proposal.values,
+        update=proposal.edit.apply if proposal.edit is not None else None,
+        mode=mode,
+        rerun=rerun,
         intervention_kind="repair",
         labels={
             "repair_probe": {"parent_run_id": trajectory.run_id, "step_id": proposal.step_id},
@@ -111,11 +116,13 @@ def run_probe(
     cost: RepairCost,
     *,
     labels: dict[str, Any] | None = None,
+    mode: SuffixMode = "regenerate",
+    rerun: list[str] | None = None,
 ) -> Probe:
     """Fork with ``proposal``, judge the fork; counts one re-execution (and the verifier's calls)."""
     cost.reexecutions += 1
     try:
-        fork = fork_with(backend, trajectory, proposal, labels=labels)
+        fork = fork_with(backend, trajectory, proposal, labels=labels, mode=mode, rerun=rerun)
     except Exception as exc:  # a proposal the agent cannot take is a failed probe, not a crash
         return Probe(proposal=proposal, success=None, error=f"{type(exc).__name__}: {exc}")
     verdict = judge_fork(verifier, trajectory, fork)
@@ -143,6 +150,8 @@ def compute_crs(
     feedback: str | None = None,
     respect_lineage: bool = True,
     extra_feedback: str | None = None,
+    mode: SuffixMode = "regenerate",
+    rerun_for: Callable[[NodeStep], list[str] | None] | None = None,
 ) -> CRSResult:
     """Causal Responsibility Scores of ``trajectory``'s candidate steps (see the module docstring).
 
@@ -151,6 +160,7 @@ def compute_crs(
     ``extra_feedback`` is appended to it (e.g. the user's correction that flagged the run). A run
     the verifier judges successful is not probed (``baseline_success=True``, no scores).
     ``respect_lineage``: see :func:`~causal_middleware.repair.candidates.candidate_steps`.
+    ``mode``/``rerun_for``: how probes run the suffix (``frozen``: only ``rerun_for(step)`` re-run).
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
@@ -194,7 +204,15 @@ def compute_crs(
                     score.skipped = f"re-execution cap {max_reexecutions} reached"
                     result.capped = True
                     break
-                probe = run_probe(backend, checker, trajectory, proposal, cost)
+                probe = run_probe(
+                    backend,
+                    checker,
+                    trajectory,
+                    proposal,
+                    cost,
+                    mode=mode,
+                    rerun=rerun_for(step) if rerun_for is not None and mode == "frozen" else None,
+                )
                 if cache is not None and probe.error is None:
                     cache.put(trajectory.run_id, probe)
             result.probes.append(probe)

@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from causal_middleware.interventions.edit import StepEdit
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -67,10 +69,19 @@ class Proposal(_Model):
     langgraph_step: int | None = None
     values: dict[str, Any]
     source: str = Field(
-        description="who proposed it: offline:subquery | offline:evidence | offline:fact | llm"
+        description="who proposed it: offline:subquery | offline:evidence | offline:fact | trace:evidence | trace:tool | trace:text | llm"
     )
     description: str = ""
     minimality: float | None = Field(default=None, description="against the step's original output")
+    edit: StepEdit | None = Field(
+        default=None,
+        description="the change as an edit of the node's live output (generic proposals); forks apply "
+        "it to the recorded objects instead of writing ``values`` (its JSON image)",
+    )
+    target: str | None = Field(default=None, description="the state key (path) the proposal changes")
+    evidence: list[str] = Field(
+        default_factory=list, description="document ids / tool names the proposal removes or brings in"
+    )
 
 
 class ProposalBatch(_Model):
@@ -200,6 +211,10 @@ class Repair(_Model):
     repaired: dict[str, Any] = Field(description="the values the fork put there")
     source: str
     description: str = ""
+    target: str | None = Field(default=None, description="the state key (path) the repair changes")
+    evidence: list[str] = Field(
+        default_factory=list, description="document ids / tool names the repair removes or brings in"
+    )
     minimality: float
     crs: float
     fork_run_id: str | None = None

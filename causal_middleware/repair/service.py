@@ -265,6 +265,8 @@ def _repair(
         repaired=proposal.values,
         source=proposal.source,
         description=proposal.description,
+        target=proposal.target,
+        evidence=list(proposal.evidence),
         minimality=proposal.minimality or 0.0,
         crs=crs.score_of(proposal.step_id).crs or 0.0,
         fork_run_id=probe.fork_run_id,

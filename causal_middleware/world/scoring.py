@@ -76,12 +76,20 @@ def contains_answer(text: str, gold: str, aliases: Iterable[str] = ()) -> bool:
 
 def is_correct(prediction: str | None, question: Question, *, max_extra_tokens: int = 10) -> bool:
     """The correctness rule of the module docstring, against ``question.answer`` and its aliases."""
+    return answer_matches(prediction, question.answer, question.aliases, max_extra_tokens=max_extra_tokens)
+
+
+def answer_matches(
+    prediction: str | None, reference: str, aliases: Iterable[str] = (), *, max_extra_tokens: int = 10
+) -> bool:
+    """The correctness rule of the module docstring against a plain reference answer (and
+    aliases), for callers that have no :class:`Question` (e.g. a run recorded with a reference)."""
     if prediction is None:
         return False
     pred = answer_tokens(prediction)
     if not pred:
         return False
-    for gold in _golds(question.answer, question.aliases):
+    for gold in _golds(reference, aliases):
         gold_tokens = answer_tokens(gold)
         if not gold_tokens:
             continue

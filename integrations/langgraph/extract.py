@@ -6,7 +6,6 @@ Pure functions (no OTel, no state), so they stay cheap and testable on their own
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -16,6 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from pydantic import BaseModel
 
+from causal_middleware.retrieval.langchain import document_id as _core_document_id
 from causal_middleware.spans import attributes as A
 from causal_middleware.spans.attributes import indexed
 
@@ -178,13 +178,9 @@ def token_usage(response: LLMResult, message: Any = None) -> tuple[int, int] | N
 
 
 def document_id(doc: Document) -> str:
-    """``Document.id``, else ``metadata["id"]``, else a content hash (``sha1:<12 hex>``)."""
-    if doc.id:
-        return str(doc.id)
-    meta_id = (doc.metadata or {}).get("id")
-    if meta_id is not None and meta_id != "":
-        return str(meta_id)
-    return "sha1:" + hashlib.sha1(doc.page_content.encode("utf-8", "replace")).hexdigest()[:12]
+    """``Document.id``, else ``metadata["id"]``, else a content hash (``sha1:<12 hex>``); the rule
+    lives in :func:`causal_middleware.retrieval.langchain.document_id` (``RetrieverIndex`` uses it)."""
+    return _core_document_id(doc)
 
 
 def document_score(doc: Document) -> float | None:

@@ -140,6 +140,36 @@ def _finish(span: Span, error: BaseException | None = None, end_ns: int | None =
     span.end(end_time=end_ns)
 
 
+def outcome_attributes(answer: Any, reference: Any) -> dict[str, Any]:
+    """``causal.run.outcome`` derived at record time: ``success``/``failure`` when the run has a
+    reference (``config["metadata"]["causal_reference"]``) and produced an answer, judged by the
+    project's correctness rule (:func:`causal_middleware.world.scoring.answer_matches`); nothing
+    otherwise. An outcome set later with ``store.annotate()`` overrides it. Never raises."""
+    if reference is None or not isinstance(answer, str) or not answer.strip():
+        return {}
+    try:
+        from causal_middleware.world.scoring import answer_matches
+
+        ok = answer_matches(answer, str(reference))
+    except Exception as exc:  # fail open: an outcome is a nicety, never a reason to break a run
+        health.record_error("handler.outcome", exc)
+        return {}
+    return {A.CAUSAL_RUN_OUTCOME: "success" if ok else "failure"}
+
+
+def final_answer(output: Any) -> str | None:
+    """The answer a run's final output states, the way the store reads it when no answer span
+    exists: the output itself when a string, else its ``answer``/``final_answer`` string."""
+    if isinstance(output, str):
+        return output or None
+    if isinstance(output, Mapping):
+        for key in ("answer", "final_answer"):
+            value = output.get(key)
+            if isinstance(value, str) and value:
+                return value
+    return None
+
+
 def lineage_attributes(lineage: Any) -> dict[str, Any]:
     """The run-span attributes of a fork's lineage (a ``Lineage`` or its dict); shared with the replayer."""
     data = lineage.model_dump(mode="json") if hasattr(lineage, "model_dump") else dict(lineage)
@@ -333,8 +363,9 @@ class CausalCallbackHandler(BaseCallbackHandler):
             attrs[A.SESSION_ID] = session_id
             attrs[A.GEN_AI_CONVERSATION_ID] = session_id
         attrs.update(value_attributes(A.INPUT_VALUE, A.INPUT_MIME_TYPE, inputs))
-        if md.get("causal_reference") is not None:
-            attrs[A.CAUSAL_RUN_REFERENCE] = str(md["causal_reference"])
+        reference = md.get("causal_reference")
+        if reference is not None:
+            attrs[A.CAUSAL_RUN_REFERENCE] = str(reference)
         if md.get("causal_labels"):
             attrs[A.CAUSAL_RUN_LABELS] = to_json(md["causal_labels"])
         common: dict[str, Any] = {}
@@ -358,6 +389,7 @@ class CausalCallbackHandler(BaseCallbackHandler):
         run = RunState(
             self._tracer, span, self.info, session_id=session_id, common=common, hop_offset=hop_offset
         )
+        run.reference = str(reference) if reference is not None else None
         self._entries[run_id] = _Entry("run", span, run.ctx, run, None)
         trace_id = format(span.get_span_context().trace_id, "032x")
         self._last_run_id = trace_id
@@ -514,6 +546,9 @@ class CausalCallbackHandler(BaseCallbackHandler):
             self._emit_answer(run)
             if error is None:
                 span.set_attributes(value_attributes(A.OUTPUT_VALUE, A.OUTPUT_MIME_TYPE, outputs))
+                if run.reference is not None:
+                    answer = run.answer[1].get(A.CAUSAL_ANSWER_TEXT) if run.answer is not None else None
+                    span.set_attributes(outcome_attributes(answer or final_answer(outputs), run.reference))
         finally:
             _finish(span, error)
 

@@ -117,6 +117,8 @@ class RunState:
         self.members: list[Any] = []  # LangChain run ids of this run's callbacks, swept at its end
         # (parent context, attributes, end time) of the latest answer seen; one answer span per run
         self.answer: tuple[Context, dict[str, Any], int] | None = None
+        # the run's reference answer (config["metadata"]["causal_reference"]): its outcome at the end
+        self.reference: str | None = None
 
     # --- hops ----------------------------------------------------------------------------
     def _is_hop_node(self, name: str) -> bool:

@@ -104,6 +104,8 @@ class InstrumentedGraph:
         self._closed = False
         self._close_lock = threading.Lock()
         self._on_failure: Any = None
+        # node -> state key holding its retrieved documents (instrument(state_keys=...))
+        self.state_keys: dict[str, str] = {}
 
     # --- the graph's run methods ---------------------------------------------------------
     def _prepare(self, config: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -317,6 +319,7 @@ def instrument(
     answer_nodes: Iterable[str] | None = None,
     graph_name: str | None = None,
     on_failure: Any = None,
+    state_keys: Mapping[str, str] | None = None,
 ) -> InstrumentedGraph:
     """Trace every run of a compiled LangGraph graph.
 
@@ -339,6 +342,8 @@ def instrument(
             ``causal_middleware.repair.RepairQueue``), or a callable taking the instrumented graph
             and returning one (so the queue's repairs can fork this very graph). Also settable
             later as ``instrumented.on_failure``.
+        state_keys: node -> the state key that holds the node's retrieved documents, for nodes
+            whose update holds them under several keys (diagnosis says when it needs one).
     """
     if isinstance(graph, InstrumentedGraph):
         raise ValueError("graph is already instrumented; pass the original compiled graph")
@@ -351,6 +356,7 @@ def instrument(
             f"got {type(tracer_provider).__name__}"
         )
     validate_content_settings(capture_content, max_attribute_length, redact)
+    keys = _check_state_keys(state_keys, graph)
     info = analyze_graph(
         graph,
         hop_nodes=hop_nodes,
@@ -393,9 +399,24 @@ def instrument(
         processors=processors,
         otlp=otlp,
     )
+    instrumented.state_keys = keys
     if on_failure is not None:
         has_submit = callable(getattr(on_failure, "submit", None))
         instrumented.on_failure = (
             on_failure if has_submit or not callable(on_failure) else on_failure(instrumented)
         )
     return instrumented
+
+
+def _check_state_keys(state_keys: Mapping[str, str] | None, graph: Pregel) -> dict[str, str]:
+    if state_keys is None:
+        return {}
+    if not isinstance(state_keys, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) and v for k, v in state_keys.items()
+    ):
+        raise TypeError("state_keys must map node names to state key names (both strings)")
+    nodes = set(getattr(graph, "nodes", {}) or {})
+    unknown = sorted(set(state_keys) - nodes)
+    if nodes and unknown:
+        raise ValueError(f"state_keys names unknown node(s) {unknown}; the graph's nodes are {sorted(nodes)}")
+    return dict(state_keys)

@@ -114,5 +114,27 @@ def test_cli_diagnose_with_graph(live, capsys) -> None:
         ]
     )
     data = json.loads(capsys.readouterr().out)
+    # no adapter: the generic, trace-derived interventions find the same hop, step by step
     assert code == 0 and data["hop"] == 1 and data["details"]["probed"] is True
-    assert data["probes"][0]["restored"] is True
+    assert data["details"]["generic"] is True and data["node"] in ("decide", "retrieve", "read")
+    assert any(p["restored"] for p in data["details"]["probes"] if p["hop"] == 1)
+    # the hand-written adapter stays an override, and agrees
+    code = main(
+        [
+            "diagnose",
+            live["fault"].run_id,
+            "--method",
+            "path_aware",
+            "--graph",
+            f"{MODULE}:graph",
+            "--index",
+            f"{MODULE}:index",
+            "--adapter",
+            "causal_middleware.integrations.langgraph.reference_agent.adapter:ReferenceAgentAdapter",
+            "--json",
+            "--store",
+            live["path"],
+        ]
+    )
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data["hop"] == 1 and data["probes"][0]["restored"] is True

@@ -105,4 +105,4 @@ def test_probe_methods_need_a_graph_and_not_run_methods_exit_1(stored, capsys) -
     code, _, err = run_cli(
         capsys, "diagnose", run_id, "--method", "rule", "--index", "nocolon", "--store", path
     )
-    assert code == 2 and "--index 'nocolon' must look like" in err
+    assert code == 2 and "index spec 'nocolon' must look like" in err

@@ -61,7 +61,7 @@ def test_list_json_and_filters(db, capsys) -> None:
     code, out, _ = _run(capsys, "runs", "list", "--json", "--store", path)
     rows = json.loads(out)
     assert code == 0 and [r["run_id"] for r in rows] == [ids["fork"], ids["base"]]
-    assert set(rows[0]) == set(RunSummary.model_fields)
+    assert set(rows[0]) == set(RunSummary.model_fields) | {"hops", "fork_hop"}
     assert (
         rows[1]["labels"] == {"fault": "empty"}
         and rows[1]["n_hops"] == 3

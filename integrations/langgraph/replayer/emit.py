@@ -16,7 +16,7 @@ from causal_middleware.spans import attributes as A
 from causal_middleware.spans.model import Lineage
 
 from ..extract import to_json, value_attributes
-from ..handler import lineage_attributes
+from ..handler import final_answer, lineage_attributes, outcome_attributes
 
 __all__ = ["emit_replay_run"]
 
@@ -47,6 +47,7 @@ def emit_replay_run(
         attrs[A.GEN_AI_CONVERSATION_ID] = thread_id
     if reference is not None:
         attrs[A.CAUSAL_RUN_REFERENCE] = reference
+        attrs.update(outcome_attributes(final_answer(final_state), reference))
     tracer = tracer_provider.get_tracer("causal_middleware.replay")
     span = tracer.start_span(graph_name, context=Context(), attributes=attrs)
     span.end()

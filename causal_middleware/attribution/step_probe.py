@@ -1,0 +1,162 @@
+"""Probing any agent step by step, with the generic intervention space (no agent adapter).
+
+Every node step but the final answer is a candidate, in causal order, nodes outside any hop (a
+planner before hop 1) included. Each candidate's alternatives come from the context's proposer,
+else from :class:`~causal_middleware.repair.trace_proposer.TraceProposer` over what the run
+recorded (documents left out or replaced by the agent's own retriever, values found in the
+step's evidence). Each is applied as a fork and judged; the earliest step with an alternative
+that restores a correct answer is blamed, with the state key and the documents it changed.
+
+``mode="frozen"`` re-runs only the rest of the intervened step's hop and the answer node (a step
+outside every hop re-runs everything after it: nothing downstream of a planner can be held).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from causal_middleware.attribution.base import Diagnosis, DiagnosisContext, DiagnosisCost, ProbeMode
+from causal_middleware.attribution.hops import answer_node, hop_views, question_text
+from causal_middleware.attribution.provenance import impact
+from causal_middleware.spans.model import NodeStep, Trajectory
+
+DEFAULT_K = 4
+
+
+def generic_proposer(context: DiagnosisContext) -> Any:
+    from causal_middleware.repair.trace_proposer import TraceProposer
+
+    if context.proposer is not None:
+        return context.proposer
+    return TraceProposer(
+        context.index, indexes=context.indexes, rerun_tool=context.rerun_tool, state_keys=context.state_keys
+    )
+
+
+def frozen_rerun(trajectory: Trajectory) -> Any:
+    """``step -> nodes a frozen probe of it re-runs`` (see the module docstring)."""
+    final = answer_node(trajectory)
+    nodes = [s for s in trajectory.steps if isinstance(s, NodeStep) and s.node]
+
+    def rerun(step: NodeStep) -> list[str] | None:
+        later = nodes[[s.step_id for s in nodes].index(step.step_id) + 1 :] if step in nodes else []
+        if step.hop is None:
+            names = [s.node for s in later if s.node]
+        else:
+            names = [s.node for s in later if s.hop == step.hop and s.node]
+        if final:
+            names.append(final)
+        return list(dict.fromkeys(n for n in names if n)) or None
+
+    return rerun
+
+
+def probe_steps(
+    method: str, trajectory: Trajectory, context: DiagnosisContext, *, mode: ProbeMode, k: int = DEFAULT_K
+) -> Diagnosis:
+    """Diagnose by probing every candidate step in causal order (see the module docstring)."""
+    from causal_middleware.repair.crs import compute_crs
+
+    verify = context.verifier_callable()
+
+    def verifier(run: Trajectory) -> bool | None:
+        return verify(run)
+
+    result = compute_crs(
+        trajectory,
+        context.backend,  # type: ignore[arg-type]
+        generic_proposer(context),
+        verifier,
+        k=k,
+        max_reexecutions=context.max_reexecutions,
+        mode=mode,
+        rerun_for=frozen_rerun(trajectory) if mode == "frozen" else None,
+    )
+    return crs_diagnosis(method, trajectory, result, mode=mode)
+
+
+def crs_diagnosis(method: str, trajectory: Trajectory, result: Any, *, mode: str = "regenerate") -> Diagnosis:
+    """A :class:`Diagnosis` from a CRS result: the earliest flipping step, named with its state
+    key and evidence; none flips: the answer stage."""
+    cost = DiagnosisCost(
+        llm_calls=result.cost.llm_calls,
+        tokens=result.cost.input_tokens + result.cost.output_tokens,
+        reexecutions=result.cost.reexecutions,
+    )
+    scores = {s.step_id: s.crs for s in result.scores if s.crs is not None}
+    notes = {
+        f"{s.node}@{s.step_id}": s.skipped for s in result.scores if s.skipped and "no proposals" in s.skipped
+    }
+    details: dict[str, Any] = {
+        "mode": mode,
+        "k": result.k,
+        "naive_reexecutions": result.cost.naive_reexecutions,
+        "stopped_early": result.stopped_early,
+        "capped": result.capped,
+        "baseline_success": result.baseline_success,
+        "probes": [
+            {
+                "node": p.proposal.node,
+                "step_id": p.proposal.step_id,
+                "hop": p.proposal.hop,
+                "change": p.proposal.description,
+                "target": p.proposal.target,
+                "evidence": p.proposal.evidence,
+                "restored": p.success,
+                "answer": p.answer,
+                "fork_run_id": p.fork_run_id,
+                "error": p.error,
+            }
+            for p in result.probes
+        ],
+    }
+    if notes:
+        details["not_probed"] = notes
+    views = hop_views(trajectory)
+    flagged = result.flagged
+    if not flagged:
+        why = "no single-step intervention restored a correct answer: the answer generation failed"
+        if result.capped:
+            why = "the re-execution cap stopped the search before any step's change restored the answer"
+        return Diagnosis(
+            method=method,
+            stage="answer",
+            root_cause=why,
+            step_scores=scores,
+            uncertain=result.capped,
+            cost=cost,
+            details=details,
+        )
+    top = flagged[0]
+    by_index = {v.index: v for v in views}
+    hop = top.hop if top.hop in by_index else None
+    sev, propagation = impact(views, question_text(trajectory), hop)
+    probe = next((p for p in result.probes if p.success and p.proposal.step_id == top.step_id), None)
+    where = f"node {top.node!r}" + (f" (hop {hop})" if hop is not None else " (outside every hop)")
+    change = probe.proposal.description if probe is not None and probe.proposal.description else ""
+    if probe is not None:
+        details["evidence"] = {
+            "state_key": probe.proposal.target,
+            "ids": probe.proposal.evidence,
+            "change": change,
+            "source": probe.proposal.source,
+        }
+    stage = by_index[hop].kind if hop is not None else _stage_outside_hops(probe)
+    return Diagnosis(
+        method=method,
+        stage=stage,
+        hop=hop,
+        step_id=top.step_id,
+        node=top.node,
+        propagation=propagation,
+        severity=sev,
+        root_cause=f"changing {where} restored a correct answer" + (f": {change}" if change else ""),
+        step_scores=scores,
+        cost=cost,
+        details=details,
+    )
+
+
+def _stage_outside_hops(probe: Any) -> Any:
+    """A step outside every hop that is not the final answer (a planner, a router): planning."""
+    return "planning"

@@ -1,0 +1,100 @@
+"""Candidate values inside text: names, numbers and the facts a passage could answer with.
+
+Shared by the generic intervention space and the offline proposer: deterministic, no model.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from causal_middleware.spans.model import Document
+
+_ENTITY = re.compile(r"\b[A-Z][\w'’-]*(?:[ ]+(?:(?:of|the|de|von|van|da|del|la|le)[ ]+)?[A-Z][\w'’-]*)*")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_WORD = re.compile(r"\w+")
+
+
+def entities(text: str) -> list[str]:
+    """Capitalised name spans of ``text`` (multi-word names kept together), in order, unique.
+
+    A span at the start of a sentence whose first word is a stop word is trimmed (``"The Acme"``
+    stays, ``"Where"`` alone does not count).
+    """
+    found: list[str] = []
+    for match in _ENTITY.finditer(text or ""):
+        span = match.group(0).strip()
+        words = span.split()
+        while words and words[0].lower() in _STOP:
+            words = words[1:]
+        span = " ".join(words)
+        if span and span not in found:
+            found.append(span)
+    return found
+
+
+_STOP = frozenset(
+    "a an the of in on at to for from by with and or is was were are be been who what which where "
+    "when why how whose whom did does do as it its this that these those".split()
+)
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text or "")} - _STOP
+
+
+def similarity(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, a.lower(), b.lower()).ratio()
+
+
+_NUMERIC_QUESTION = re.compile(
+    r"\b(how many|how much|when|what year|which year|population|number of)\b", re.IGNORECASE
+)
+_NUMBER = re.compile(r"\b\d[\d,]*(?:\.\d+)?\b")
+
+
+def fact_candidates(documents: list[Document], sub_query: str, current: str = "") -> list[str]:
+    """Values the evidence could answer ``sub_query`` with, most plausible first.
+
+    Candidates are the names and numbers of every sentence: multi-word capitalised spans,
+    single capitalised words not opening a sentence (or that are a passage title), and numbers.
+    Names in the sub-query (its subject) and the recorded fact are left out. Order: a
+    near-namesake of the recorded fact first (a one-letter slip is the likeliest misreading), then
+    values of the kind the sub-query asks for (numbers for "how many", "when", "what year", ...,
+    names otherwise), then by how many words of the sub-query the sentence shares, then evidence
+    order.
+    """
+    query_words = _words(sub_query)
+    query_names = {n.lower() for n in entities(sub_query)}
+    titles = {str(d.metadata.get("title", "")).strip() for d in documents} - {""}
+    wants_number = bool(_NUMERIC_QUESTION.search(sub_query))
+    ranked: dict[str, tuple[int, int, int, int]] = {}
+    order = 0
+    for doc in documents:
+        for sentence in _SENTENCE.split(doc.text):
+            if not sentence.strip():
+                continue
+            overlap = len(_words(sentence) & query_words)
+            for span in _sentence_spans(sentence, titles):
+                if span.lower() in query_names or span == current or span in ranked:
+                    continue
+                near = int(bool(current) and similarity(span, current) >= 0.75)
+                fits = int(bool(_NUMBER.fullmatch(span)) == wants_number)
+                ranked[span] = (-near, -fits, -overlap, order)
+                order += 1
+    return sorted(ranked, key=lambda span: ranked[span])
+
+
+def _sentence_spans(sentence: str, titles: set[str]) -> list[str]:
+    spans: list[str] = []
+    for match in _ENTITY.finditer(sentence):
+        words = match.group(0).split()
+        while words and words[0].lower() in _STOP:
+            words = words[1:]
+        span = " ".join(words)
+        opening = not sentence[: match.start()].strip()
+        if not span or (len(words) == 1 and opening and span not in titles):
+            continue
+        spans.append(span)
+    spans.extend(m.group(0).rstrip(",") for m in _NUMBER.finditer(sentence))
+    return spans
