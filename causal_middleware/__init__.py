@@ -24,6 +24,8 @@ _LAZY = {
     "side_effecting": "causal_middleware.integrations.langgraph.markers",
     # the checkpoint replayer (issue #4)
     "Replayer": "causal_middleware.integrations.langgraph.replayer",
+    # repair on failure for any graph, interventions derived from the trace (issue #12)
+    "repair_on_failure": "causal_middleware.integrations.langgraph.auto_repair",
     "ForkRequest": "causal_middleware.replay.request",
     "ReplayError": "causal_middleware.replay.errors",
     "SideEffectBlockedError": "causal_middleware.replay.errors",
@@ -38,11 +40,13 @@ __all__ = [
     "SideEffectBlockedError",
     "__version__",
     "hop_node",
+    "repair_on_failure",
     "instrument",
     "side_effecting",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from causal_middleware.integrations.langgraph.auto_repair import repair_on_failure
     from causal_middleware.integrations.langgraph.handler import CausalCallbackHandler
     from causal_middleware.integrations.langgraph.instrument import InstrumentedGraph, instrument
     from causal_middleware.integrations.langgraph.markers import hop_node, side_effecting

@@ -72,7 +72,29 @@ def probe_steps(
         mode=mode,
         rerun_for=frozen_rerun(trajectory) if mode == "frozen" else None,
     )
-    return crs_diagnosis(method, trajectory, result, mode=mode)
+    diagnosis = crs_diagnosis(method, trajectory, result, mode=mode)
+    ambiguous = ambiguous_locations(trajectory, context)
+    if ambiguous:
+        diagnosis.details["ambiguous"] = ambiguous
+        diagnosis.root_cause += "; " + "; ".join(ambiguous.values())
+    return diagnosis
+
+
+def ambiguous_locations(trajectory: Trajectory, context: DiagnosisContext) -> dict[str, str]:
+    """Node -> why its documents could not be located in one state key (the user names one with
+    ``instrument(..., state_keys=...)`` or ``--state-key NODE=KEY``)."""
+    from causal_middleware.interventions.locate import step_contents
+    from causal_middleware.repair.candidates import candidate_steps
+
+    keys = context.state_keys or {}
+    out: dict[str, str] = {}
+    for step in candidate_steps(trajectory):
+        if step.node in out or step.node in keys:
+            continue
+        contents = step_contents(trajectory, step)
+        if contents.ambiguous and contents.note:
+            out[str(step.node)] = contents.note
+    return out
 
 
 def crs_diagnosis(method: str, trajectory: Trajectory, result: Any, *, mode: str = "regenerate") -> Diagnosis:

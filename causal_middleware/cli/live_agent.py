@@ -63,12 +63,11 @@ def live_agent(
     """The agent ``spec`` names, ready to fork ``trajectory``; shuts down what it instrumented."""
     if importlib.util.find_spec("causal_middleware.integrations.langgraph.replayer") is None:
         raise ValueError("--graph needs the LangGraph integration (causal_middleware.integrations.langgraph)")
+    from causal_middleware.integrations.langgraph.auto_repair import trace_proposer_for
     from causal_middleware.integrations.langgraph.instrument import InstrumentedGraph, instrument
     from causal_middleware.integrations.langgraph.replayer import Replayer, load_graph
     from causal_middleware.integrations.langgraph.replayer.locate import answer_nodes_of, hop_nodes_of
-    from causal_middleware.integrations.langgraph.retrievers import find_retrievers, lookup_index
-    from causal_middleware.integrations.langgraph.tool_runner import tool_runner
-    from causal_middleware.retrieval.langchain import RetrieverIndex
+    from causal_middleware.integrations.langgraph.retrievers import lookup_index
 
     graph = load_graph(spec)
     owned = None
@@ -92,13 +91,11 @@ def live_agent(
                 raise ValueError(
                     f"--index {index!r} is a {type(agent.index).__name__}, not a causal_middleware Index"
                 )
-        else:
-            found = lookup_index(instrumented)
-            agent.index, agent.index_note = found.index, found.reason
-            for node, sources in find_retrievers(instrumented).items():
-                if len(sources) == 1:
-                    agent.indexes[node] = RetrieverIndex(sources[0])
-        agent.rerun_tool = tool_runner(instrumented)
+        derived = trace_proposer_for(instrumented)
+        if not index:
+            agent.index, agent.indexes = derived.index, derived.indexes
+            agent.index_note = lookup_index(instrumented).reason
+        agent.rerun_tool = derived.rerun_tool
         yield agent
     finally:
         if owned is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import os
 import sys
 from collections.abc import Sequence
 
@@ -39,6 +40,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = args.func(args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader (``| head``) went away: stop quietly, as Unix tools do
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
+        except OSError:
+            pass
+        return 0
     except (KeyError, ValueError, FileNotFoundError) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"causal-mw: error: {msg}", file=sys.stderr)

@@ -102,10 +102,13 @@ def owning_nodes(trajectory: Trajectory) -> dict[str, NodeStep]:
 def step_contents(trajectory: Trajectory, step: NodeStep, *, state_key: str | None = None) -> StepContents:
     """Locate the recorded values of ``step`` in its output (see the module docstring)."""
     owners = owning_nodes(trajectory)
-    retrievals = [
-        s for s in trajectory.steps if isinstance(s, RetrievalStep) and owners.get(s.step_id) is step
-    ]
-    tools = [s for s in trajectory.steps if isinstance(s, ToolStep) and owners.get(s.step_id) is step]
+
+    def owned(s: object) -> bool:
+        owner = owners.get(getattr(s, "step_id", ""))
+        return owner is not None and owner.step_id == step.step_id
+
+    retrievals = [s for s in trajectory.steps if isinstance(s, RetrievalStep) and owned(s)]
+    tools = [s for s in trajectory.steps if isinstance(s, ToolStep) and owned(s)]
     output = step.output
     documents = [d for r in retrievals for d in r.documents]
     slots = find_document_slots(output, documents) if documents else []
