@@ -15,12 +15,9 @@ from causal_middleware.attribution.base import (
     Diagnoser,
     Diagnosis,
     DiagnosisContext,
-    DiagnosisCost,
     missing_parts,
 )
-from causal_middleware.attribution.hops import hop_views, question_text
-from causal_middleware.attribution.provenance import impact
-from causal_middleware.attribution.step_probe import probe_steps
+from causal_middleware.attribution.step_probe import crs_diagnosis, probe_steps
 from causal_middleware.spans.model import Trajectory
 
 
@@ -60,56 +57,4 @@ class CRSDiagnoser(Diagnoser):
             k=self.k,
             max_reexecutions=context.max_reexecutions,
         )
-        cost = DiagnosisCost(
-            llm_calls=result.cost.llm_calls,
-            tokens=result.cost.input_tokens + result.cost.output_tokens,
-            reexecutions=result.cost.reexecutions,
-        )
-        scores = {s.step_id: s.crs for s in result.scores if s.crs is not None}
-        views = hop_views(trajectory)
-        flagged = result.flagged
-        details = {
-            "k": self.k,
-            "naive_reexecutions": result.cost.naive_reexecutions,
-            "stopped_early": result.stopped_early,
-            "capped": result.capped,
-            "baseline_success": result.baseline_success,
-        }
-        if not flagged:
-            why = "no single-step intervention flipped the outcome: the answer generation failed"
-            if result.capped:
-                why = "the re-execution cap stopped the search before any step flipped the outcome"
-            return Diagnosis(
-                method=self.name,
-                stage="answer",
-                root_cause=why,
-                step_scores=scores,
-                uncertain=result.capped,
-                cost=cost,
-                details=details,
-            )
-        top = flagged[0]
-        by_index = {v.index: v for v in views}
-        hop = top.hop if top.hop in by_index else None
-        sev, propagation = impact(views, question_text(trajectory), hop)
-        probe = next((p for p in result.probes if p.success and p.proposal.step_id == top.step_id), None)
-        return Diagnosis(
-            method=self.name,
-            stage=by_index[hop].kind if hop is not None else "answer",
-            hop=hop,
-            step_id=top.step_id,
-            node=top.node,
-            propagation=propagation,
-            severity=sev,
-            root_cause=(
-                f"changing {top.node} (hop {top.hop}) flipped the run to success"
-                + (
-                    f": {probe.proposal.description}"
-                    if probe is not None and probe.proposal.description
-                    else ""
-                )
-            ),
-            step_scores=scores,
-            cost=cost,
-            details=details,
-        )
+        return crs_diagnosis(self.name, trajectory, result)

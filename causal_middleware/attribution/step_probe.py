@@ -39,14 +39,16 @@ def frozen_rerun(trajectory: Trajectory) -> Any:
     nodes = [s for s in trajectory.steps if isinstance(s, NodeStep) and s.node]
 
     def rerun(step: NodeStep) -> list[str] | None:
-        later = nodes[[s.step_id for s in nodes].index(step.step_id) + 1 :] if step in nodes else []
+        ids = [s.step_id for s in nodes]
+        later = nodes[ids.index(step.step_id) + 1 :] if step.step_id in ids else []
         if step.hop is None:
-            names = [s.node for s in later if s.node]
+            names = [str(s.node) for s in later if s.node]
         else:
-            names = [s.node for s in later if s.hop == step.hop and s.node]
+            # this execution of each node only: the same nodes in later hops stay frozen
+            names = [f"{s.node}@{s.langgraph_step}" for s in later if s.hop == step.hop and s.node]
         if final:
             names.append(final)
-        return list(dict.fromkeys(n for n in names if n)) or None
+        return list(dict.fromkeys(names)) or None
 
     return rerun
 

@@ -36,6 +36,9 @@ class StepEdit(BaseModel):
       a LangChain ``Document``, a dict with the same id/text keys, or the bare text);
     * ``replace_text``: in the string at ``path``, ``old`` becomes ``new`` (every occurrence);
     * ``set``: the value at ``path`` becomes ``value``.
+
+    ``also`` lists more paths ``replace_text`` / ``set`` apply to (the same value written twice,
+    e.g. a sub-query kept as ``sub_query`` and in ``queries``).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -46,6 +49,10 @@ class StepEdit(BaseModel):
     old: str = ""
     new: str = ""
     value: Any = None
+    also: list[list[PathPart]] = Field(
+        default_factory=list,
+        description="more paths the same change applies to (a value the node wrote in several places)",
+    )
     id_key: str | None = Field(default=None, description="dict items: the key holding a document's id")
     text_key: str | None = Field(default=None, description="dict items: the key holding a document's text")
 
@@ -53,29 +60,30 @@ class StepEdit(BaseModel):
         """A copy of ``output`` (live objects or JSON) with the edit made. Raises :class:`EditError`."""
         out = copy.deepcopy(output)
         if not self.path:
-            return self._change(out)
-        parent = _walk(out, self.path[:-1])
-        last = self.path[-1]
-        _put(parent, last, self._change(_get(parent, last)))
+            return self._change(out, self.path)
+        for path in [self.path, *self.also]:
+            parent = _walk(out, path[:-1])
+            last = path[-1]
+            _put(parent, last, self._change(_get(parent, last), path))
         return out
 
-    def _change(self, current: Any) -> Any:
+    def _change(self, current: Any, path: list[PathPart]) -> Any:
         if self.op == "set":
             return copy.deepcopy(self.value)
         if self.op == "replace_text":
             if not isinstance(current, str):
-                raise EditError(f"replace_text at {self.path} needs a string, found {type(current).__name__}")
+                raise EditError(f"replace_text at {path} needs a string, found {type(current).__name__}")
             if self.old not in current:
-                raise EditError(f"replace_text at {self.path}: {self.old[:40]!r} is not in the value")
+                raise EditError(f"replace_text at {path}: {self.old[:40]!r} is not in the value")
             return current.replace(self.old, self.new)
         if not isinstance(current, list | tuple):
-            raise EditError(f"select at {self.path} needs a list, found {type(current).__name__}")
+            raise EditError(f"select at {path} needs a list, found {type(current).__name__}")
         template = current[0] if current else None
         chosen: list[Any] = []
         for item in self.items:
             if isinstance(item, int):
                 if not 0 <= item < len(current):
-                    raise EditError(f"select at {self.path}: no item {item} (the list has {len(current)})")
+                    raise EditError(f"select at {path}: no item {item} (the list has {len(current)})")
                 chosen.append(current[item])
             else:
                 chosen.append(like(template, item, id_key=self.id_key, text_key=self.text_key))

@@ -28,9 +28,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from causal_middleware.interventions.edit import StepEdit, value_at
-from causal_middleware.interventions.locate import DocumentSlot, StepContents, step_contents
-from causal_middleware.interventions.values import entities, fact_candidates, similarity
+from causal_middleware.interventions.edit import StepEdit, render_path, value_at
+from causal_middleware.interventions.locate import DocumentSlot, StepContents, step_contents, text_leaves
+from causal_middleware.interventions.values import alias_map, entities, fact_candidates, similarity
 from causal_middleware.retrieval.base import Index
 from causal_middleware.spans.model import Document, NodeStep, RetrievalStep, ToolStep, Trajectory
 
@@ -226,7 +226,7 @@ def _tool_candidates(path: list[Any], tool: ToolStep, rerun_tool: ToolRunner) ->
         edit=StepEdit(op="set", path=path, value=fresh),
         kind="tool",
         description=f"tool {tool.tool_name!r} re-run live: {fresh[:80]!r} instead of {tool.output[:80]!r}",
-        state_key=".".join(str(p) for p in path),
+        state_key=render_path(path),
         evidence=[tool.tool_name],
     )
 
@@ -235,6 +235,7 @@ def _tool_candidates(path: list[Any], tool: ToolStep, rerun_tool: ToolRunner) ->
 
 
 def _text_candidates(trajectory: Trajectory, contents: StepContents) -> Iterator[Candidate]:
+    """Alternatives for the values the node wrote (not those it copied from its input)."""
     step = contents.step
     question = _question(trajectory)
     evidence = _evidence_before(trajectory, step)
@@ -244,44 +245,62 @@ def _text_candidates(trajectory: Trajectory, contents: StepContents) -> Iterator
         or question
     )
     question_names = {_bare(n) for n in entities(question)}
+    # names and aliases may come from anywhere in the run: a later hop's evidence can say that the
+    # name this step used is known to the corpus by another one
+    everything = _run_documents(trajectory)
     pool = list(
         dict.fromkeys(
-            _bare(n) for n in [*entities(question), *(e for d in evidence for e in entities(d.text))]
+            _bare(n) for n in [*entities(question), *(e for d in everything for e in entities(d.text))]
         )
     )
-    per_leaf: list[Iterator[Candidate]] = []
+    aliases = alias_map([question, *(d.text for d in everything)])
+    echoed = {v.strip() for _, v in text_leaves(step.input)} if step.input is not None else set()
+    # one group per distinct value the node wrote: a value kept under two keys changes in both
+    groups: dict[str, list[list[Any]]] = {}
     for leaf in contents.texts:
-        if leaf.value.strip() == question.strip():
+        value = leaf.value.strip()
+        if value == question.strip() or value in echoed:
             continue
-        per_leaf.append(
-            _leaf_candidates(leaf.path, leaf.value, leaf.key, evidence, query, question_names, pool)
-        )
-    yield from _interleave(per_leaf)
+        groups.setdefault(leaf.value, []).append(leaf.path)
+    per_value: list[Iterator[Candidate]] = []
+    for value, paths in groups.items():
+        per_value.append(_value_candidates(paths, value, evidence, query, question_names, pool, aliases))
+    yield from _interleave(per_value)
 
 
-def _leaf_candidates(
-    path: list[Any],
+def _value_candidates(
+    paths: list[list[Any]],
     value: str,
-    key: str,
     evidence: Sequence[Document],
     query: str,
     question_names: set[str],
     pool: list[str],
+    aliases: dict[str, list[str]],
 ) -> Iterator[Candidate]:
-    if len(value.split()) <= SHORT_WORDS:
+    key = render_path(paths[0]) + (f" (and {len(paths) - 1} more)" if len(paths) > 1 else "")
+    names = [_bare(n) for n in entities(value)]
+    if len(value.split()) <= SHORT_WORDS and _is_value(value, names):
         for other in fact_candidates(list(evidence), query, value)[:4]:
-            if other.strip() and other != value and other not in value:
+            if other.strip() and other != value and other not in value and value not in other:
                 source = next((d.id for d in evidence if other in d.text), None)
                 yield Candidate(
-                    edit=StepEdit(op="set", path=path, value=other),
+                    edit=StepEdit(op="set", path=paths[0], also=paths[1:], value=other),
                     kind="text",
                     description=f"{key} = {other!r} (found in {source!r}) instead of {value!r}",
                     state_key=key,
                     evidence=[source] if source else [],
                 )
-    for name in (_bare(n) for n in entities(value)):
+    for name in names:
+        for alias in aliases.get(name, [])[:2]:
+            if alias not in value:
+                yield Candidate(
+                    edit=StepEdit(op="replace_text", path=paths[0], also=paths[1:], old=name, new=alias),
+                    kind="text",
+                    description=f"{key} names {name!r} by its alias {alias!r} (from the evidence)",
+                    state_key=key,
+                )
         if name in question_names:
-            continue
+            continue  # the question's own names are right by definition; only their aliases apply
         ranked = sorted(
             (
                 c
@@ -292,11 +311,38 @@ def _leaf_candidates(
         )
         for other in ranked[:2]:
             yield Candidate(
-                edit=StepEdit(op="replace_text", path=path, old=name, new=other),
+                edit=StepEdit(op="replace_text", path=paths[0], also=paths[1:], old=name, new=other),
                 kind="text",
                 description=f"{key} names {other!r} instead of {name!r}",
                 state_key=key,
             )
+
+
+_NUMBER = re.compile(r"\d")
+_NO_VALUE = frozenset({"unknown", "none", "n/a", "null", "not found", "i don't know"})
+
+
+def _is_value(value: str, names: list[str]) -> bool:
+    """A short string that states a value (mostly a name or a number, or the lack of one), not a
+    control word such as a router's ``"search"`` nor a question: only those are swapped whole for
+    values from the evidence."""
+    if value.strip().lower() in _NO_VALUE:
+        return True
+    words = value.split()
+    if not words or value.rstrip().endswith("?"):
+        return False
+    covered = sum(len(n.split()) for n in names) + sum(1 for w in words if _NUMBER.search(w))
+    return covered * 2 >= len(words)
+
+
+def _run_documents(trajectory: Trajectory) -> list[Document]:
+    docs: list[Document] = []
+    for s in trajectory.steps:
+        if isinstance(s, RetrievalStep):
+            docs.extend(s.documents)
+        elif isinstance(s, ToolStep) and s.output:
+            docs.append(Document(id=f"tool:{s.tool_name}", text=s.output))
+    return docs
 
 
 def _bare(name: str) -> str:

@@ -98,3 +98,26 @@ def _sentence_spans(sentence: str, titles: set[str]) -> list[str]:
         spans.append(span)
     spans.extend(m.group(0).rstrip(",") for m in _NUMBER.finditer(sentence))
     return spans
+
+
+_NAME = r"[A-Z][\w'’-]*(?:[ ]+[A-Z][\w'’-]*)*"
+_ALIAS_PATTERNS = (
+    re.compile(rf"({_NAME}),? (?:is |was )?(?:also )?known as ({_NAME})"),
+    re.compile(rf"({_NAME}) \((?:also known as|aka|a\.k\.a\.) ({_NAME})\)"),
+)
+
+
+def alias_map(texts: list[str]) -> dict[str, list[str]]:
+    """Name -> its aliases, both directions, from phrases like "X, also known as Y" and
+    "X is also known as Y" anywhere in ``texts``; aliases in first-seen order."""
+    aliases: dict[str, list[str]] = {}
+    for text in texts:
+        for pattern in _ALIAS_PATTERNS:
+            for match in pattern.finditer(text):
+                a, b = (" ".join(w for w in g.split() if w.lower() not in _STOP) for g in match.groups())
+                if not a or not b or a == b:
+                    continue
+                for x, y in ((a, b), (b, a)):
+                    if y not in aliases.setdefault(x, []):
+                        aliases[x].append(y)
+    return aliases

@@ -14,14 +14,15 @@ ranks by minimality and forks.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel
 
+from causal_middleware.interventions.describe import change_target
 from causal_middleware.interventions.values import (  # noqa: F401 - re-exported
+    _ALIAS_PATTERNS,
     _ENTITY,
     _NUMBER,
     _NUMERIC_QUESTION,
@@ -30,6 +31,7 @@ from causal_middleware.interventions.values import (  # noqa: F401 - re-exported
     _WORD,
     _sentence_spans,
     _words,
+    alias_map,
     entities,
     fact_candidates,
 )
@@ -346,29 +348,6 @@ def run_texts(trajectory: Trajectory) -> list[str]:
     return texts
 
 
-_NAME = r"[A-Z][\w'’-]*(?:[ ]+[A-Z][\w'’-]*)*"
-_ALIAS_PATTERNS = (
-    re.compile(rf"({_NAME}),? (?:is |was )?(?:also )?known as ({_NAME})"),
-    re.compile(rf"({_NAME}) \((?:also known as|aka|a\.k\.a\.) ({_NAME})\)"),
-)
-
-
-def alias_map(texts: list[str]) -> dict[str, list[str]]:
-    """Name -> its aliases, both directions, from phrases like "X, also known as Y" and
-    "X is also known as Y" anywhere in ``texts``; aliases in first-seen order."""
-    aliases: dict[str, list[str]] = {}
-    for text in texts:
-        for pattern in _ALIAS_PATTERNS:
-            for match in pattern.finditer(text):
-                a, b = (" ".join(w for w in g.split() if w.lower() not in _STOP) for g in match.groups())
-                if not a or not b or a == b:
-                    continue
-                for x, y in ((a, b), (b, a)):
-                    if y not in aliases.setdefault(x, []):
-                        aliases[x].append(y)
-    return aliases
-
-
 def recorded_fact(step: NodeStep) -> str | None:
     """The fact a node step recorded: its output when a string; else the string under a ``fact``
     key anywhere in its output (the first one); else the single string value of its output dict."""
@@ -545,16 +524,21 @@ class LLMProposer:
             if not isinstance(item, dict) or not item or not set(item) <= set(original):
                 dropped += 1
                 continue
-            values = {**original, **item}
+            values = to_jsonable({**original, **item})
+            target, evidence = change_target(trajectory, step, original, values)
             proposals.append(
                 Proposal(
                     step_id=step.step_id,
                     node=step.node or "",
                     hop=step.hop,
                     langgraph_step=step.langgraph_step,
-                    values=to_jsonable(values),
+                    values=values,
                     source="llm",
-                    description=f"LLM proposal (temperature {self.temperature})",
+                    description=f"LLM proposal (temperature {self.temperature})"
+                    + (f" for {target}" if target else "")
+                    + (f" ({', '.join(evidence)})" if evidence else ""),
+                    target=target,
+                    evidence=evidence,
                 )
             )
         if dropped:

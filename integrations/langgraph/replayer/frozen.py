@@ -5,7 +5,8 @@ The instrumentation's node wrapper calls ``config["configurable"]["causal_node_o
 return ``output`` without running (its span gets ``causal.node.frozen=true``).
 
 * ``frozen`` mode: every root-graph node outside the re-run set returns the output the parent
-  recorded for the same ``(node, langgraph_step)``; when the fork's path has diverged and there
+  recorded for the same ``(node, langgraph_step)`` (the set names nodes, every execution of them,
+  or ``"node@step"``: that execution only, so a loop's later hops stay frozen); when the fork's path has diverged and there
   is no such record, the node runs live and the divergence is reported.
 * every mode: a side-effecting node returns its recorded output (same step, else the next
   unused execution of that node, in order) or raises ``SideEffectBlockedError``, unless the fork
@@ -107,7 +108,7 @@ class SuffixOverride:
                 self.served_side_effects.append((node, step))
                 self.frozen.append((node, step))
             return True, output
-        if self.mode == "frozen" and node not in self.rerun:
+        if self.mode == "frozen" and node not in self.rerun and f"{node}@{step}" not in self.rerun:
             found, output = self._take(node, step, by_order=False)
             with self._lock:
                 (self.frozen if found else self.diverged).append((node, step))

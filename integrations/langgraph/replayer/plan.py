@@ -150,7 +150,7 @@ def rerun_set(
     """The nodes a frozen fork runs live: ``request.rerun``; else ``answer_nodes``; else the nodes
     of the parent's answer steps; else the parent's last node."""
     if request.rerun is not None:
-        unknown = sorted(set(request.rerun) - node_names)
+        unknown = sorted({name.split("@", 1)[0] for name in request.rerun} - node_names)
         if unknown:
             raise ValueError(
                 f"rerun names unknown node(s) {unknown}; the graph's nodes are {sorted(node_names)}"
