@@ -77,6 +77,28 @@ class StepContents:
     note: str | None = None
 
 
+_COMMAND_KEYS = frozenset({"graph", "update", "goto", "resume"})
+
+
+def state_update(output: Any) -> Any:
+    """The state update a node's recorded output writes. A node that returns ``Command``s (e.g.
+    ``create_agent``'s model node) is recorded as ``[{"update": ..., "goto": ...}, ...]``; its
+    checkpoint holds the merged ``update`` dicts, which is what a fork edits."""
+    if isinstance(output, dict) and "update" in output and set(output) <= _COMMAND_KEYS:
+        output = [output]
+    if (
+        isinstance(output, list)
+        and output
+        and all(isinstance(item, dict) and "update" in item and set(item) <= _COMMAND_KEYS for item in output)
+    ):
+        merged: dict[str, Any] = {}
+        for item in output:
+            if isinstance(item.get("update"), dict):
+                merged.update(item["update"])
+        return merged
+    return output
+
+
 def owning_nodes(trajectory: Trajectory) -> dict[str, NodeStep]:
     """Step id -> the node step it ran in (the nearest node-step ancestor; node steps map to
     themselves). Steps whose parent chain reaches no node fall back to (node, langgraph_step)."""
@@ -109,7 +131,7 @@ def step_contents(trajectory: Trajectory, step: NodeStep, *, state_key: str | No
 
     retrievals = [s for s in trajectory.steps if isinstance(s, RetrievalStep) and owned(s)]
     tools = [s for s in trajectory.steps if isinstance(s, ToolStep) and owned(s)]
-    output = step.output
+    output = state_update(step.output)
     documents = [d for r in retrievals for d in r.documents]
     slots = find_document_slots(output, documents) if documents else []
     note = None

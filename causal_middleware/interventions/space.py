@@ -29,7 +29,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from causal_middleware.interventions.edit import StepEdit, render_path, value_at
-from causal_middleware.interventions.locate import DocumentSlot, StepContents, step_contents, text_leaves
+from causal_middleware.interventions.locate import (
+    DocumentSlot,
+    StepContents,
+    step_contents,
+    text_leaves,
+)
 from causal_middleware.interventions.values import alias_map, entities, fact_candidates, similarity
 from causal_middleware.retrieval.base import Index
 from causal_middleware.spans.model import Document, NodeStep, RetrievalStep, ToolStep, Trajectory
@@ -277,19 +282,44 @@ def _value_candidates(
     pool: list[str],
     aliases: dict[str, list[str]],
 ) -> Iterator[Candidate]:
+    """Whole-value swaps (values from the evidence) interleaved with name swaps (aliases, then
+    near-namesakes), so a small ``k`` tries both kinds."""
     key = render_path(paths[0]) + (f" (and {len(paths) - 1} more)" if len(paths) > 1 else "")
     names = [_bare(n) for n in entities(value)]
-    if len(value.split()) <= SHORT_WORDS and _is_value(value, names):
-        for other in fact_candidates(list(evidence), query, value)[:4]:
-            if other.strip() and other != value and other not in value and value not in other:
-                source = next((d.id for d in evidence if other in d.text), None)
-                yield Candidate(
-                    edit=StepEdit(op="set", path=paths[0], also=paths[1:], value=other),
-                    kind="text",
-                    description=f"{key} = {other!r} (found in {source!r}) instead of {value!r}",
-                    state_key=key,
-                    evidence=[source] if source else [],
-                )
+    yield from _interleave(
+        [
+            _whole_values(paths, key, value, names, evidence, query),
+            _name_swaps(paths, key, value, names, question_names, pool, aliases),
+        ]
+    )
+
+
+def _whole_values(
+    paths: list[list[Any]], key: str, value: str, names: list[str], evidence: Sequence[Document], query: str
+) -> Iterator[Candidate]:
+    if len(value.split()) > SHORT_WORDS or not _is_value(value, names):
+        return
+    for other in fact_candidates(list(evidence), query, value)[:4]:
+        if other.strip() and other != value and other not in value and value not in other:
+            source = next((d.id for d in evidence if other in d.text), None)
+            yield Candidate(
+                edit=StepEdit(op="set", path=paths[0], also=paths[1:], value=other),
+                kind="text",
+                description=f"{key} = {other!r} (found in {source!r}) instead of {value!r}",
+                state_key=key,
+                evidence=[source] if source else [],
+            )
+
+
+def _name_swaps(
+    paths: list[list[Any]],
+    key: str,
+    value: str,
+    names: list[str],
+    question_names: set[str],
+    pool: list[str],
+    aliases: dict[str, list[str]],
+) -> Iterator[Candidate]:
     for name in names:
         for alias in aliases.get(name, [])[:2]:
             if alias not in value:
@@ -302,11 +332,7 @@ def _value_candidates(
         if name in question_names:
             continue  # the question's own names are right by definition; only their aliases apply
         ranked = sorted(
-            (
-                c
-                for c in pool
-                if c not in value and name not in c and c not in name and similarity(c, name) >= 0.5
-            ),
+            (c for c in pool if c != name and c not in value and similarity(c, name) >= 0.5),
             key=lambda c: (-similarity(c, name), pool.index(c)),
         )
         for other in ranked[:2]:
@@ -386,9 +412,13 @@ def _evidence_before(trajectory: Trajectory, step: NodeStep) -> list[Document]:
     """The documents and tool outputs the run had seen when ``step`` ran: its own hop's first."""
     seen: list[Document] = []
     same_hop: list[Document] = []
+    started = False
     for s in trajectory.steps:
         if s.step_id == step.step_id:
-            break
+            started = True
+            continue
+        if started and not _inside(s, step, trajectory):
+            continue  # after the step: only what ran inside it (a subgraph's retrievals) counts
         docs: list[Document] = []
         if isinstance(s, RetrievalStep):
             docs = list(s.documents)
@@ -402,6 +432,19 @@ def _evidence_before(trajectory: Trajectory, step: NodeStep) -> list[Document]:
             ids.add(d.id)
             out.append(d)
     return out
+
+
+def _inside(child: Any, step: NodeStep, trajectory: Trajectory) -> bool:
+    """Whether ``child`` ran inside ``step`` (its span descends from the step's span)."""
+    by_id = {s.step_id: s for s in trajectory.steps}
+    cursor = by_id.get(child.parent_step_id or "")
+    for _ in range(64):
+        if cursor is None:
+            return False
+        if cursor.step_id == step.step_id:
+            return True
+        cursor = by_id.get(cursor.parent_step_id or "")
+    return False
 
 
 def _interleave(streams: list[Iterator[Any]]) -> Iterator[Any]:

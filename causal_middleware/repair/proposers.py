@@ -21,6 +21,7 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel
 
 from causal_middleware.interventions.describe import change_target
+from causal_middleware.interventions.locate import state_update
 from causal_middleware.interventions.values import (  # noqa: F401 - re-exported
     _ALIAS_PATTERNS,
     _ENTITY,
@@ -490,7 +491,7 @@ class LLMProposer:
 
     def propose(self, trajectory: Trajectory, step: NodeStep, k: int, *, feedback: str = "") -> ProposalBatch:
         cost = RepairCost()
-        original = to_jsonable(step.output)
+        original = to_jsonable(state_update(step.output))
         if not isinstance(original, dict):
             original = {"output": original}
         user = (

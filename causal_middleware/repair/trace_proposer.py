@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from causal_middleware.interventions.edit import EditError
+from causal_middleware.interventions.locate import state_update
 from causal_middleware.interventions.space import ToolRunner, step_interventions
 from causal_middleware.repair.models import Proposal, ProposalBatch
 from causal_middleware.repair.render import to_jsonable
@@ -48,7 +49,7 @@ class TraceProposer:
         return self.indexes.get(node or "", self.index)
 
     def propose(self, trajectory: Trajectory, step: NodeStep, k: int, *, feedback: str = "") -> ProposalBatch:
-        output = step.output
+        output = state_update(step.output)
         if not isinstance(output, dict):
             return ProposalBatch(note=f"node {step.node!r} recorded no state update to edit")
         candidates, contents = step_interventions(

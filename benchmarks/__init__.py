@@ -1,0 +1,1 @@
+"""Benchmarks that run outside the installed library (``python -m benchmarks.agents``)."""
