@@ -8,6 +8,7 @@ import traceback
 from types import ModuleType
 from typing import Any
 
+from causal_middleware.integrations.langgraph.auto_repair import trace_proposer_for
 from causal_middleware.integrations.langgraph.replayer import Replayer
 from causal_middleware.integrations.langgraph.retrievers import index_for_graph
 from causal_middleware.integrations.langgraph.tool_runner import tool_runner
@@ -16,7 +17,6 @@ from causal_middleware import instrument
 from causal_middleware.attribution.base import DiagnosisContext
 from causal_middleware.attribution.registry import get_diagnoser
 from causal_middleware.repair.service import repair_run
-from causal_middleware.repair.trace_proposer import TraceProposer
 from causal_middleware.repair.verifiers import ReferenceVerifier
 from causal_middleware.spans.model import NodeStep, Trajectory
 from causal_middleware.store.memory import InMemorySpanStore
@@ -25,6 +25,18 @@ from causal_middleware.world.scoring import answer_matches
 from .world import Task
 
 HOP_SCOPED = {"poisoned_document", "missing_document", "stale_tool_row", "reader_error"}
+
+
+def forkable(traj: Trajectory, step: NodeStep) -> NodeStep:
+    """``step``, or the parent-graph node step it ran inside (a subgraph's node)."""
+    by_id = {s.step_id: s for s in traj.steps}
+    outer = step
+    cursor = by_id.get(step.parent_step_id or "")
+    while cursor is not None:
+        if isinstance(cursor, NodeStep):
+            outer = cursor
+        cursor = by_id.get(cursor.parent_step_id or "")
+    return outer
 
 
 def true_step(traj: Trajectory, node: str, occurrence: int | None, entity: str | None) -> NodeStep | None:
@@ -114,9 +126,14 @@ def run_task(
         return rec
     node, occurrence = module.truth(task)
     entity = task.plant.get("subject") if getattr(module, "TRUTH_BY_ENTITY", False) else None
-    step = true_step(traj, node, occurrence if entity is None else None, entity)
+    inner = true_step(traj, node, occurrence if entity is None else None, entity)
+    # a cause inside a subgraph is scored at the subgraph's node in the parent graph: the finest
+    # step LangGraph can fork (langgraph#8458); the inner node is kept as ``inner_node``
+    step = forkable(traj, inner) if inner is not None else None
+    node = step.node if step is not None and step.node else node
     rec["truth"] = {
         "node": node,
+        "inner_node": inner.node if inner is not None and step is not inner else None,
         "occurrence": occurrence,
         "step_id": step.step_id if step else None,
         "hop": step.hop if step else None,
@@ -138,7 +155,13 @@ def run_task(
         try:
             d = get_diagnoser(method).diagnose(
                 traj,
-                DiagnosisContext(backend=Replayer(ig), index=index, reference=task.gold, rerun_tool=runner),
+                DiagnosisContext(
+                    backend=Replayer(ig),
+                    index=index,
+                    reference=task.gold,
+                    rerun_tool=runner,
+                    proposer=trace_proposer_for(ig),
+                ),
             )
             ev = d.details.get("evidence") if d.details else None
             node_ok = d.node == node
@@ -182,7 +205,7 @@ def run_task(
             result = repair_run(
                 traj,
                 backend=Replayer(ig),
-                proposer=TraceProposer(index, rerun_tool=runner),
+                proposer=trace_proposer_for(ig),
                 verifier=ReferenceVerifier(task.gold),
                 store=store,
             )

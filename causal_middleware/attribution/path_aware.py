@@ -448,7 +448,11 @@ class PathAwareDiagnoser(Diagnoser):
         """Without an agent adapter: probe the suspects' steps first with the generic intervention
         space (:mod:`~causal_middleware.attribution.step_probe`), then every other step in causal
         order; the first group with a step whose change restores the answer is the diagnosis."""
-        from causal_middleware.attribution.step_probe import crs_diagnosis, generic_proposer
+        from causal_middleware.attribution.step_probe import (
+            confirm_answer_step,
+            crs_diagnosis,
+            generic_proposer,
+        )
         from causal_middleware.repair.candidates import candidate_steps
         from causal_middleware.repair.crs import compute_crs
         from causal_middleware.repair.verifiers import CallableVerifier
@@ -517,6 +521,8 @@ class PathAwareDiagnoser(Diagnoser):
             )
         last.cost = cost
         last.details = {**details, **last.details, "probed": True, "generic": True}
+        if last.node is None and not last.uncertain:
+            last = confirm_answer_step(self.name, trajectory, context, last, k=DEFAULT_STEP_K)
         return last
 
     @staticmethod

@@ -75,6 +75,8 @@ def probe_steps(
         rerun_for=frozen_rerun(trajectory) if mode == "frozen" else None,
     )
     diagnosis = crs_diagnosis(method, trajectory, result, mode=mode)
+    if not result.flagged and not result.capped:
+        diagnosis = confirm_answer_step(method, trajectory, context, diagnosis, k=k)
     ambiguous = ambiguous_locations(trajectory, context)
     if ambiguous:
         diagnosis.details["ambiguous"] = ambiguous
@@ -184,3 +186,83 @@ def crs_diagnosis(method: str, trajectory: Trajectory, result: Any, *, mode: str
 def _stage_outside_hops(probe: Any) -> Any:
     """A step outside every hop that is not the final answer (a planner, a router): planning."""
     return "planning"
+
+
+def confirm_answer_step(
+    method: str,
+    trajectory: Trajectory,
+    context: DiagnosisContext,
+    diagnosis: Diagnosis,
+    *,
+    k: int = DEFAULT_K,
+) -> Diagnosis:
+    """When no earlier step's change restores the answer, probe the step that produced it.
+
+    Its own evidence holding a value that restores the answer confirms an answer-stage fault (the
+    reader had what it needed) and names the step and the document; otherwise the right value was
+    never in front of the agent, and the diagnosis says the blame is uncertain.
+    """
+    from causal_middleware.repair.candidates import final_answer_step
+    from causal_middleware.repair.crs import run_probe
+    from causal_middleware.repair.models import RepairCost
+    from causal_middleware.repair.verifiers import CallableVerifier
+
+    final = final_answer_step(trajectory)
+    if final is None or context.backend is None:
+        return diagnosis
+    cap = context.max_reexecutions
+    spent = diagnosis.cost.reexecutions
+    batch = generic_proposer(context).propose(trajectory, final, k)
+    cost = RepairCost()
+    verifier = CallableVerifier(context.verifier_callable(), on="trajectory")
+    probes: list[Any] = []
+    restored = None
+    for proposal in batch.proposals[:k]:
+        if cap is not None and spent + cost.reexecutions >= cap:
+            break
+        probe = run_probe(context.backend, verifier, trajectory, proposal, cost)
+        probes.append(probe)
+        if probe.success:
+            restored = probe
+            break
+    diagnosis.cost.reexecutions += cost.reexecutions
+    diagnosis.cost.llm_calls += cost.llm_calls + batch.cost.llm_calls
+    diagnosis.details.setdefault("probes", []).extend(
+        {
+            "node": p.proposal.node,
+            "step_id": p.proposal.step_id,
+            "hop": p.proposal.hop,
+            "change": p.proposal.description,
+            "target": p.proposal.target,
+            "evidence": p.proposal.evidence,
+            "restored": p.success,
+            "answer": p.answer,
+            "fork_run_id": p.fork_run_id,
+            "error": p.error,
+        }
+        for p in probes
+    )
+    if restored is None:
+        diagnosis.uncertain = True
+        diagnosis.root_cause += (
+            "; the answer step's own evidence holds no value that restores it either: the right "
+            "information may never have reached the agent"
+        )
+        return diagnosis
+    change = restored.proposal.description
+    hops = {h.index for h in trajectory.hops}
+    diagnosis.node = final.node
+    diagnosis.step_id = final.step_id
+    diagnosis.hop = final.hop if final.hop in hops else None
+    diagnosis.step_scores[final.step_id] = 1.0
+    diagnosis.details["evidence"] = {
+        "state_key": restored.proposal.target,
+        "ids": restored.proposal.evidence,
+        "change": change,
+        "source": restored.proposal.source,
+    }
+    diagnosis.root_cause = (
+        f"no earlier step's change restored a correct answer, but the answer step {final.node!r} had "
+        f"the right value in its own evidence: {change}"
+    )
+    return diagnosis

@@ -125,9 +125,21 @@ def step_contents(trajectory: Trajectory, step: NodeStep, *, state_key: str | No
     """Locate the recorded values of ``step`` in its output (see the module docstring)."""
     owners = owning_nodes(trajectory)
 
-    def owned(s: object) -> bool:
-        owner = owners.get(getattr(s, "step_id", ""))
-        return owner is not None and owner.step_id == step.step_id
+    by_id = {s.step_id: s for s in trajectory.steps}
+
+    def owned(s: Any) -> bool:
+        """``s`` ran in ``step``: its own retrieval, or one inside it (a subgraph's nodes)."""
+        owner = owners.get(s.step_id)
+        if owner is not None and owner.step_id == step.step_id:
+            return True
+        cursor = by_id.get(s.parent_step_id or "")
+        for _ in range(64):
+            if cursor is None:
+                return False
+            if cursor.step_id == step.step_id:
+                return True
+            cursor = by_id.get(cursor.parent_step_id or "")
+        return False
 
     retrievals = [s for s in trajectory.steps if isinstance(s, RetrievalStep) and owned(s)]
     tools = [s for s in trajectory.steps if isinstance(s, ToolStep) and owned(s)]

@@ -299,7 +299,11 @@ def _whole_values(
 ) -> Iterator[Candidate]:
     if len(value.split()) > SHORT_WORDS or not _is_value(value, names):
         return
-    for other in fact_candidates(list(evidence), query, value)[:4]:
+    found = fact_candidates(list(evidence), query, value)
+    numeric = bool(_NUMERIC_VALUE.fullmatch(value.strip()))
+    # values of the recorded value's own kind first: a year is replaced by a year
+    found.sort(key=lambda c: bool(_NUMERIC_VALUE.fullmatch(c)) != numeric)
+    for other in found[:4]:
         if other.strip() and other != value and other not in value and value not in other:
             source = next((d.id for d in evidence if other in d.text), None)
             yield Candidate(
@@ -332,7 +336,7 @@ def _name_swaps(
         if name in question_names:
             continue  # the question's own names are right by definition; only their aliases apply
         ranked = sorted(
-            (c for c in pool if c != name and c not in value and similarity(c, name) >= 0.5),
+            (c for c in pool if c != name and c not in names and similarity(c, name) >= 0.5),
             key=lambda c: (-similarity(c, name), pool.index(c)),
         )
         for other in ranked[:2]:
@@ -345,6 +349,7 @@ def _name_swaps(
 
 
 _NUMBER = re.compile(r"\d")
+_NUMERIC_VALUE = re.compile(r"[\d][\d,.]*")
 _NO_VALUE = frozenset({"unknown", "none", "n/a", "null", "not found", "i don't know"})
 
 

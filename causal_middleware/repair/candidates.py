@@ -54,10 +54,30 @@ def fork_point(trajectory: Trajectory) -> NodeStep | None:
     return None
 
 
+def subgraph_steps(trajectory: Trajectory) -> set[str]:
+    """Ids of node steps that ran inside another node (a subgraph's nodes). LangGraph cannot fork
+    inside a subgraph (langgraph#8458), so their parent node's step is the candidate instead."""
+    by_id = {s.step_id: s for s in trajectory.steps}
+    inner: set[str] = set()
+    for step in trajectory.steps:
+        if not isinstance(step, NodeStep):
+            continue
+        cursor = by_id.get(step.parent_step_id or "")
+        for _ in range(64):
+            if cursor is None:
+                break
+            if isinstance(cursor, NodeStep):
+                inner.add(step.step_id)
+                break
+            cursor = by_id.get(cursor.parent_step_id or "")
+    return inner
+
+
 def candidate_steps(
     trajectory: Trajectory, only: Iterable[str] | None = None, *, respect_lineage: bool = True
 ) -> list[NodeStep]:
-    """Node steps in causal (start) order, minus the final-answer step.
+    """Node steps in causal (start) order, minus the final-answer step and the steps inside
+    subgraphs (:func:`subgraph_steps`).
 
     ``only`` restricts the candidates to these step ids (or node names); the order stays causal.
     A step without a node name cannot be forked and is left out.
@@ -67,10 +87,14 @@ def candidate_steps(
     intervention would regenerate it away, so a "flip" there would credit the wrong step.
     """
     final = final_answer_step(trajectory)
+    inner = subgraph_steps(trajectory)
     steps = [
         s
         for s in trajectory.steps
-        if isinstance(s, NodeStep) and s.node and (final is None or s.step_id != final.step_id)
+        if isinstance(s, NodeStep)
+        and s.node
+        and s.step_id not in inner
+        and (final is None or s.step_id != final.step_id)
     ]
     start = fork_point(trajectory) if respect_lineage else None
     ids = [s.step_id for s in steps]

@@ -24,6 +24,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from causal_middleware.interventions.edit import EditError
 from causal_middleware.repair.candidates import candidate_steps
 from causal_middleware.repair.minimality import minimality
 from causal_middleware.repair.models import CRSResult, Probe, Proposal, RepairCost, StepScore
@@ -124,6 +125,8 @@ def run_probe(
     try:
         fork = fork_with(backend, trajectory, proposal, labels=labels, mode=mode, rerun=rerun)
     except Exception as exc:  # a proposal the agent cannot take is a failed probe, not a crash
+        if isinstance(exc, EditError):
+            cost.reexecutions -= 1  # the edit did not fit the recorded output: nothing ran
         return Probe(proposal=proposal, success=None, error=f"{type(exc).__name__}: {exc}")
     verdict = judge_fork(verifier, trajectory, fork)
     cost.absorb(verdict.cost)

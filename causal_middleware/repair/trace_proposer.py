@@ -9,12 +9,13 @@ step's evidence. Each proposal carries its :class:`~causal_middleware.interventi
 
 ``index`` re-retrieves for every node, ``indexes`` per node (a graph with several retrievers);
 ``state_keys`` maps a node name to the state key holding its documents, for nodes whose output
-holds documents under several keys (the diagnosis says when that is so).
+holds documents under several keys (the diagnosis says when that is so). ``channels`` (the graph's
+state keys) drops edits of keys a fork cannot write (a subgraph's own keys in its recorded output).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from causal_middleware.interventions.edit import EditError
 from causal_middleware.interventions.locate import state_update
@@ -35,6 +36,7 @@ class TraceProposer:
         indexes: Mapping[str, Index] | None = None,
         rerun_tool: ToolRunner | None = None,
         state_keys: Mapping[str, str] | None = None,
+        channels: Iterable[str] | None = None,
     ) -> None:
         for name, candidate in {"index": index, **dict(indexes or {})}.items():
             if candidate is not None and not isinstance(candidate, Index):
@@ -43,6 +45,7 @@ class TraceProposer:
         self.indexes = dict(indexes or {})
         self.rerun_tool = rerun_tool
         self.state_keys = dict(state_keys or {})
+        self.channels = frozenset(channels) if channels is not None else None
 
     def index_for(self, node: str | None) -> Index | None:
         """The index re-retrieval uses for ``node``: its own retriever, else the default."""
@@ -52,6 +55,9 @@ class TraceProposer:
         output = state_update(step.output)
         if not isinstance(output, dict):
             return ProposalBatch(note=f"node {step.node!r} recorded no state update to edit")
+        if self.channels is not None and not set(output) <= self.channels:
+            # a subgraph's recorded output also holds its own keys; the fork writes the parent's only
+            output = {k: v for k, v in output.items() if k in self.channels}
         candidates, contents = step_interventions(
             trajectory,
             step,
@@ -62,6 +68,9 @@ class TraceProposer:
         proposals: list[Proposal] = []
         notes = [contents.note] if contents.note else []
         for candidate in candidates:
+            top = candidate.edit.path[0] if candidate.edit.path else None
+            if self.channels is not None and isinstance(top, str) and top not in self.channels:
+                continue  # e.g. a subgraph's own key in its recorded output: the parent state has none
             try:
                 values = to_jsonable(candidate.edit.apply(output))
             except EditError as exc:

@@ -37,11 +37,17 @@ def trace_proposer_for(graph: InstrumentedGraph) -> TraceProposer:
         for node, sources in find_retrievers(graph).items()
         if len(sources) == 1
     }
+    channels = [
+        str(k)
+        for k in (getattr(graph.graph, "channels", None) or {})
+        if not str(k).startswith(("branch:", "__"))
+    ]
     return TraceProposer(
         lookup_index(graph).index,
         indexes=indexes,
         rerun_tool=tool_runner(graph),
         state_keys=graph.state_keys,
+        channels=channels or None,
     )
 
 

@@ -35,6 +35,7 @@ class RecordedTask:
     output: Any
     checkpoint_id: str = field(metadata={"doc": "the checkpoint the node ran from"})
     via: str = "loop"  # "loop" (the node ran) or "update" (written by update_state)
+    task_id: str | None = None  # LangGraph's task id (parallel executions of one node differ)
 
 
 @dataclass
@@ -55,8 +56,24 @@ class Branch:
         """Recorded node executions with a ``langgraph_step`` above ``langgraph_step``, in step order."""
         return [t for t in self.tasks if t.langgraph_step > langgraph_step]
 
-    def output_of(self, node: str, langgraph_step: int) -> RecordedTask | None:
-        return next((t for t in self.tasks if t.node == node and t.langgraph_step == langgraph_step), None)
+    def output_of(self, node: str, langgraph_step: int, task_id: str | None = None) -> RecordedTask | None:
+        """The execution of ``node`` at ``langgraph_step`` (``task_id`` picks one of parallel ones)."""
+        matches = [t for t in self.tasks if t.node == node and t.langgraph_step == langgraph_step]
+        if task_id is not None:
+            exact = [t for t in matches if t.task_id == task_id]
+            matches = exact or matches
+        return matches[0] if matches else None
+
+    def siblings_of(self, task: RecordedTask) -> list[RecordedTask]:
+        """The other executions of ``task``'s superstep (parallel branches, ``Send`` fan-out): a fork
+        writes them back beside the intervened one so their outputs are not lost."""
+        return [
+            t
+            for t in self.tasks
+            if t is not task
+            and t.checkpoint_id == task.checkpoint_id
+            and t.langgraph_step == task.langgraph_step
+        ]
 
 
 def checkpoint_config(thread_id: str, checkpoint_id: str) -> dict[str, Any]:
@@ -99,7 +116,7 @@ def _tasks(
                 continue
             if following is None and task.result is None:
                 continue  # the leaf's task never ran (or wrote nothing we can tell apart)
-            out.append(RecordedTask(task.name, step, task.result, checkpoint_id))
+            out.append(RecordedTask(task.name, step, task.result, checkpoint_id, task_id=str(task.id)))
     return out
 
 

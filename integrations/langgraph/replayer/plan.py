@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.errors import InvalidUpdateError
-from langgraph.types import Overwrite
+from langgraph.types import Overwrite, StateUpdate
 
 from causal_middleware.replay.determinism import determinism_settings
 from causal_middleware.replay.errors import ReplayError
@@ -48,6 +48,7 @@ class ForkPlan:
     side_effecting_nodes: frozenset[str]
     recorded_tools: list[RecordedCall]
     labels: dict[str, Any] = field(default_factory=dict)
+    siblings: list[tuple[str, Any]] = field(default_factory=list)  # parallel tasks of the fork's superstep
 
     @property
     def node(self) -> str:
@@ -73,7 +74,7 @@ def make_plan(
     """The plan of ``request`` on ``parent`` at ``point``. Raises ``ReplayError``/``ValueError`` for
     requests that cannot work (no recorded output to build on, unknown state keys or nodes)."""
     pre = branch.snapshot(point.checkpoint_id)
-    recorded = branch.output_of(point.node, point.langgraph_step)
+    recorded = branch.output_of(point.node, point.langgraph_step, task_id_of(fork_step))
     if recorded is None and request.values is None and request.update is None:
         raise ReplayError(
             f"run {parent.run_id} has no recorded output for node {point.node!r} at step "
@@ -127,7 +128,16 @@ def make_plan(
         side_effecting_nodes=side_nodes | (side_effecting & node_names),
         recorded_tools=tools,
         labels=labels,
+        siblings=[(t.node, t.output) for t in branch.siblings_of(recorded)] if recorded is not None else [],
     )
+
+
+def task_id_of(step: NodeStep) -> str | None:
+    """LangGraph's task id of a root-graph node step (its checkpoint namespace is ``node:<task id>``)."""
+    ns = step.checkpoint_ns or ""
+    if "|" in ns or ":" not in ns:
+        return None
+    return ns.split(":", 1)[1] or None
 
 
 def check_state_keys(output: Any, node: str, channels: Iterable[str]) -> None:
@@ -206,20 +216,39 @@ def _write_error(plan: ForkPlan, exc: Exception) -> ReplayError:
     )
 
 
-def write_fork(update_state: Callable[..., Any], plan: ForkPlan) -> Any:
+def _superstep(plan: ForkPlan) -> list[StateUpdate]:
+    return [
+        StateUpdate(values=plan.update_values, as_node=plan.node),
+        *(StateUpdate(values=copy.deepcopy(output), as_node=node) for node, output in plan.siblings),
+    ]
+
+
+def write_fork(
+    update_state: Callable[..., Any], plan: ForkPlan, bulk: Callable[..., Any] | None = None
+) -> Any:
     """``update_state`` the plan's new output onto the fork checkpoint, as the fork node, on the fork
-    thread (which must already hold the copied branch); the new config."""
+    thread (which must already hold the copied branch); the new config. When the fork step ran in
+    parallel with others (``plan.siblings``), all of them are written as one superstep
+    (``bulk_update_state``): the intervened output beside the others' recorded ones."""
     config = checkpoint_config(plan.fork_thread_id, str(plan.pre.config["configurable"]["checkpoint_id"]))
     try:
+        if plan.siblings and bulk is not None:
+            return dict(bulk(config, [_superstep(plan)]))
         return dict(update_state(config, plan.update_values, as_node=plan.node))
     except (InvalidUpdateError, ValueError, TypeError, KeyError) as exc:
         raise _write_error(plan, exc) from exc
 
 
-async def awrite_fork(update_state: Callable[..., Awaitable[Any]], plan: ForkPlan) -> Any:
+async def awrite_fork(
+    update_state: Callable[..., Awaitable[Any]],
+    plan: ForkPlan,
+    bulk: Callable[..., Awaitable[Any]] | None = None,
+) -> Any:
     """Async twin of :func:`write_fork`."""
     config = checkpoint_config(plan.fork_thread_id, str(plan.pre.config["configurable"]["checkpoint_id"]))
     try:
+        if plan.siblings and bulk is not None:
+            return dict(await bulk(config, [_superstep(plan)]))
         return dict(await update_state(config, plan.update_values, as_node=plan.node))
     except (InvalidUpdateError, ValueError, TypeError, KeyError) as exc:
         raise _write_error(plan, exc) from exc

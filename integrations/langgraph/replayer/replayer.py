@@ -67,7 +67,7 @@ from .locate import (
     pre_checkpoint,
     select_fork_step,
 )
-from .plan import ForkPlan, awrite_fork, make_plan, write_fork
+from .plan import ForkPlan, awrite_fork, make_plan, task_id_of, write_fork
 from .side_effects import guard_graph_tools
 
 __all__ = ["Replayer"]
@@ -482,7 +482,9 @@ class Replayer:
         self, parent: Trajectory, thread_id: str, fork_step: NodeStep, branch: Branch
     ) -> ForkPoint:
         pre = pre_checkpoint(branch, fork_step)
-        recorded = branch.output_of(str(fork_step.node), int(fork_step.langgraph_step or 0))
+        recorded = branch.output_of(
+            str(fork_step.node), int(fork_step.langgraph_step or 0), task_id_of(fork_step)
+        )
         return ForkPoint(
             run_id=parent.run_id,
             thread_id=thread_id,
@@ -552,7 +554,7 @@ class Replayer:
                 task_paths=graph_task_paths(graph),
             )
             plan.labels[COPIED_LABEL] = len(copied.checkpoint_ids)
-            return write_fork(graph.update_state, plan)
+            return write_fork(graph.update_state, plan, graph.bulk_update_state)
         except BaseException:
             discard_thread(graph.checkpointer, plan.fork_thread_id)
             raise
@@ -642,7 +644,7 @@ class Replayer:
                 task_paths=agraph_task_paths(graph),
             )
             plan.labels[COPIED_LABEL] = len(copied.checkpoint_ids)
-            return await awrite_fork(graph.aupdate_state, plan)
+            return await awrite_fork(graph.aupdate_state, plan, graph.abulk_update_state)
         except BaseException:
             await adiscard_thread(graph.checkpointer, plan.fork_thread_id)
             raise
