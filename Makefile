@@ -30,11 +30,11 @@ demo: $(STAMP)
 	$(VENV)/bin/causal-mw demo
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check causal_middleware integrations tests examples
-	$(VENV)/bin/ruff format --check causal_middleware integrations tests examples
+	$(VENV)/bin/ruff check causal_middleware integrations tests examples benchmarks
+	$(VENV)/bin/ruff format --check causal_middleware integrations tests examples benchmarks
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy causal_middleware integrations
+	$(VENV)/bin/mypy causal_middleware integrations benchmarks
 
 unit: $(STAMP) $(PHOENIX_STAMP)
 	PHOENIX_PYTHON=$(PHOENIX_VENV)/bin/python $(PY) -m pytest -q -n 2 --dist loadgroup
@@ -44,6 +44,8 @@ test: lint typecheck unit
 bench: $(STAMP) $(PHOENIX_STAMP)
 	mkdir -p bench-results
 	$(VENV)/bin/causal-mw bench all --out bench-results
+	$(PY) -m benchmarks.agents --out bench-results
+	$(PY) -m benchmarks.agents.reference --out bench-results
 
 clean:
 	rm -rf $(VENV) $(PHOENIX_VENV) bench-results .pytest_cache .mypy_cache .ruff_cache

@@ -73,5 +73,5 @@ class BagOfWordsEmbeddings(Embeddings):
 def vector_store(passages: list[Passage]) -> InMemoryVectorStore:
     store = InMemoryVectorStore(BagOfWordsEmbeddings())
     docs = to_documents(passages)
-    store.add_documents(docs, ids=[d.id for d in docs])
+    store.add_documents(docs, ids=[str(d.id) for d in docs])
     return store
