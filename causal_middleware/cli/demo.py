@@ -1,5 +1,18 @@
-"""``causal-mw demo``: generate the default world, run the instrumented reference agent on it, keep
-every run in the span store with its outcome, and print accuracy by hop count and retriever."""
+"""``causal-mw demo``: the product's job, offline, in under a minute.
+
+Generates the default world, runs the instrumented reference agent on a batch of questions (every
+run kept in the span store with its outcome), then takes the failed runs and, for each, finds the
+step that caused the failure by intervention (forks from the run's checkpoints with one step's
+output changed; the interventions are derived from the trace, no adapter), repairs it (the
+minimal change, validated by re-running it), and writes the contrastive pairs and a PNG of where
+the failures came from. Accuracy tables live in ``make bench`` (``causal-mw bench agent``).
+
+``--json`` keys: ``world``, ``store``, ``checkpoints``, ``model``, ``k``, ``budget``,
+``retrievers`` (per retriever: ``status``, ``n``, ``correct``, ``accuracy``, ``runs``),
+``repairs`` (per failed run: ``run_id``, ``question``, ``answer``, ``reference``, ``status``,
+``node``, ``hop``, ``change``, ``evidence``, ``answer_after``, ``validated``, ``flips``,
+``reexecutions``, ``fork_run_id``), ``pairs`` (file, count), ``plot`` (PNG path or null),
+``elapsed_s``."""
 
 from __future__ import annotations
 
@@ -13,7 +26,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from causal_middleware.cli._common import add_json_arg, add_store_arg, print_json
 
@@ -23,18 +35,21 @@ RETRIEVER_CHOICES = ("bm25", "dense", "both")
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "demo",
-        help="run the reference agent on the generated world and record every run",
+        help="record a batch of agent runs, diagnose and repair the failed ones, show the proof",
         description="Generate the default world, run the instrumented reference agent on every question "
-        "(offline model), record each run with its outcome in the span store, and print accuracy by "
-        "hop count and retriever.",
+        "(offline model), record each run with its outcome, then diagnose and repair the failed runs "
+        "(forks from their checkpoints, validated by re-execution) and write the contrastive pairs.",
     )
     p.add_argument("--n", type=int, default=60, help="number of questions (default 60)")
+    p.add_argument(
+        "--repairs", type=int, default=6, help="failed runs to diagnose and repair (default 6; 0: none)"
+    )
     p.add_argument("--seed", type=int, default=0, help="world and model seed (default 0)")
     p.add_argument(
         "--retriever",
         choices=RETRIEVER_CHOICES,
-        default="both",
-        help="bm25, dense (needs the [dense] extra) or both (default; dense is skipped when unavailable)",
+        default="bm25",
+        help="bm25 (default), dense (needs the [dense] extra) or both (dense is skipped when unavailable)",
     )
     p.add_argument("--k", type=int, default=5, help="documents per retrieval (default 5)")
     p.add_argument("--budget", type=int, default=4, help="searches per question (default 4)")
@@ -200,9 +215,17 @@ def run(args: argparse.Namespace) -> int:
                 progress.advance(task)
         if instrument is not None:
             agent.force_flush()
+        if instrument is not None and "repairs" not in report and args.repairs > 0:
+            failed = [r for r in runs if not r["correct"] and r["run_id"]][: args.repairs]
+            report["repairs"] = _diagnose_and_repair(console, store, agent, failed, quiet=args.json)
+        if instrument is not None:
+            agent.shutdown()
         conn.close()
         report["retrievers"][name] = {"status": "ok", **_summary(runs), "runs": runs}
     report["instrumented"] = instrument is not None
+    report.setdefault("repairs", [])
+    report["pairs"] = _write_pairs(store, args.store)
+    report["plot"] = _plot(report["repairs"], args.store)
     report["elapsed_s"] = round(time.perf_counter() - started, 2)
     if args.json:
         print_json(report)
@@ -228,36 +251,144 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _diagnose_and_repair(
+    console: Console, store: Any, agent: Any, failed: list[dict[str, Any]], *, quiet: bool
+) -> list[dict[str, Any]]:
+    """Diagnose and repair each failed run on forks of the live agent (the trace-derived proposer)."""
+    from causal_middleware.integrations.langgraph.auto_repair import trace_proposer_for
+    from causal_middleware.integrations.langgraph.replayer import Replayer
+    from causal_middleware.repair.service import repair_run
+    from causal_middleware.repair.verifiers import ReferenceVerifier
+
+    backend = Replayer(agent, store=store)
+    proposer = trace_proposer_for(agent)
+    out: list[dict[str, Any]] = []
+    with Progress(
+        TextColumn("[bold]repair[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=quiet,
+    ) as progress:
+        task = progress.add_task("repair", total=len(failed))
+        for run in failed:
+            trajectory = store.get_trajectory(run["run_id"])
+            result = repair_run(
+                trajectory,
+                backend=backend,
+                proposer=proposer,
+                verifier=ReferenceVerifier(run["reference"]),
+                store=store,
+            )
+            repair = result.repair
+            out.append(
+                {
+                    "run_id": run["run_id"],
+                    "question": str((trajectory.input or {}).get("question", ""))
+                    if isinstance(trajectory.input, dict)
+                    else str(trajectory.input),
+                    "answer": run["answer"],
+                    "reference": run["reference"],
+                    "status": result.status,
+                    "node": repair.node if repair else None,
+                    "hop": repair.hop if repair else None,
+                    "change": repair.description if repair else None,
+                    "evidence": list(repair.evidence) if repair else [],
+                    "answer_after": repair.answer_after if repair else None,
+                    "validated": bool(repair and repair.validation.passed),
+                    "flips": f"{repair.validation.flips}/{repair.validation.n_runs}" if repair else None,
+                    "reexecutions": result.cost.reexecutions,
+                    "fork_run_id": repair.fork_run_id if repair else None,
+                }
+            )
+            progress.advance(task)
+    return out
+
+
+def _write_pairs(store: Any, store_path: str) -> dict[str, Any]:
+    from causal_middleware.repair.pairs import pairs_from_records, write_pairs
+
+    if store_path == ":memory:":
+        return {"file": None, "count": 0}
+    pairs = pairs_from_records(store.get_records("repair"), validated_only=True)
+    path = Path(store_path).with_suffix(".pairs.jsonl")
+    count = write_pairs(pairs, path, "dpo")
+    return {"file": str(path), "count": count}
+
+
+def _plot(repairs: list[dict[str, Any]], store_path: str) -> str | None:
+    """A PNG of the repaired failures by the step that caused them; None without matplotlib."""
+    if not repairs or store_path == ":memory:":
+        return None
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.ticker import MaxNLocator
+    except ImportError:
+        return None
+    counts: dict[str, int] = defaultdict(int)
+    for r in repairs:
+        key = "not repaired" if r["status"] != "repaired" else f"{r['node']} (hop {r['hop'] or '-'})"
+        counts[key] += 1
+    labels = sorted(counts, key=lambda k: (k == "not repaired", k))
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.barh(labels, [counts[k] for k in labels], color="#4c72b0")
+    ax.invert_yaxis()
+    ax.set_xlabel("failed runs")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title("Which step made the run fail (proved by a validated repair)")
+    fig.tight_layout()
+    path = Path(store_path).with_suffix(".attribution.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return str(path)
+
+
 def _print_report(console: Console, report: dict[str, Any]) -> None:
-    hop_counts = sorted({int(h) for r in report["retrievers"].values() for h in r.get("by_hops", {})})
-    table = Table(title="Reference agent accuracy (offline model)")
-    table.add_column("retriever")
-    for h in hop_counts:
-        table.add_column(f"{h}-hop", justify="right")
-    table.add_column("all", justify="right")
-    table.add_column("searches", justify="right")
     for name, r in report["retrievers"].items():
         if r["status"] != "ok":
-            table.add_row(name, *["-" for _ in hop_counts], "skipped", "-")
+            console.print(f"{name} retriever skipped: {r.get('reason')}")
             continue
-        cells = []
-        for h in hop_counts:
-            cell = r["by_hops"].get(str(h))
-            cells.append(f"{cell['accuracy']:.2f} ({cell['correct']}/{cell['n']})" if cell else "-")
-        table.add_row(
-            name, *cells, f"{r['accuracy']:.2f} ({r['correct']}/{r['n']})", f"{r['mean_searches']:.2f}"
+        failed = r["n"] - r["correct"]
+        console.print(
+            f"[bold]{name}[/]: {r['n']} runs recorded, {r['correct']} answered right, {failed} failed "
+            f"(outcome set at record time from each question's reference)."
         )
-    console.print(table)
-    console.print(f"Runs recorded in [bold]{report['store']}[/] (checkpoints in {report['checkpoints']}).")
-    for r in report["retrievers"].values():
-        if r["status"] != "ok":
-            continue
-        failed = next((x for x in r["runs"] if not x["correct"] and x["run_id"]), None)
-        passed = next((x for x in r["runs"] if x["correct"] and x["run_id"]), None)
-        for label, example in (("a failed run", failed), ("a successful run", passed)):
-            if example:
-                console.print(
-                    f"Look at {label}: [bold]causal-mw runs show {example['run_id']} --store {report['store']}[/]"
-                )
-        break
-    console.print(f"Done in {report['elapsed_s']:.1f} s.")
+    repairs = report["repairs"]
+    if repairs:
+        console.print("\n[bold]Failed runs: the step that caused each, proved by a validated repair[/]")
+        for r in repairs:
+            console.print(
+                f"run {r['run_id'][:12]}  answered {r['answer']!r}, the reference is {r['reference']!r}"
+            )
+            if r["status"] != "repaired":
+                console.print(f"  no validated repair ({r['status']})")
+                continue
+            console.print(
+                f"  blamed : {r['node']} (hop {r['hop'] if r['hop'] is not None else '-'}); the fork with "
+                f"this change answers {r['answer_after']!r} in {r['flips']} re-runs"
+            )
+            console.print(f"  change : {r['change']}")
+        repaired = sum(r["status"] == "repaired" for r in repairs)
+        console.print(
+            f"{repaired} of {len(repairs)} failed runs repaired, each flip re-validated by re-running the fork; "
+            f"{sum(r['reexecutions'] for r in repairs)} re-executions in all."
+        )
+        first = next((r for r in repairs if r["fork_run_id"]), None)
+        if first:
+            console.print(
+                f"The proof for one: [bold]causal-mw runs show {first['fork_run_id']} --store {report['store']}[/]"
+                f" (the repaired fork); the failed run: causal-mw runs show {first['run_id']} --store {report['store']}"
+            )
+    if report["pairs"]["file"]:
+        console.print(
+            f"Contrastive pairs (DPO JSONL): [bold]{report['pairs']['file']}[/] ({report['pairs']['count']})"
+        )
+    if report["plot"]:
+        console.print(f"Where the failures came from: [bold]{report['plot']}[/]")
+    console.print(
+        f"Runs in {report['store']} (checkpoints in {report['checkpoints']}). Done in {report['elapsed_s']:.1f} s."
+    )

@@ -23,7 +23,20 @@ def test_demo_records_annotated_runs_and_reports_accuracy(tmp_path, capsys, monk
     monkeypatch.setattr(demo_module, "_dense_unavailable", lambda: "not installed in this test")
     store_path = tmp_path / "runs.db"
     code = main(
-        ["demo", "--n", "4", "--seed", "1", "--store", str(store_path), "--retriever", "both", "--json"]
+        [
+            "demo",
+            "--n",
+            "4",
+            "--seed",
+            "1",
+            "--repairs",
+            "0",
+            "--store",
+            str(store_path),
+            "--retriever",
+            "both",
+            "--json",
+        ]
     )
     assert code == 0
     report = json.loads(capsys.readouterr().out)
@@ -45,6 +58,28 @@ def test_demo_records_annotated_runs_and_reports_accuracy(tmp_path, capsys, monk
         assert trajectory.labels["question_id"] == r["question_id"]
         assert trajectory.labels["retriever"] == "bm25"
     store.close()
+
+
+def test_demo_diagnoses_and_repairs_the_failed_runs(tmp_path, capsys):
+    store_path = tmp_path / "runs.db"
+    code = main(["demo", "--n", "20", "--seed", "0", "--repairs", "2", "--store", str(store_path), "--json"])
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    failed = [r for r in report["retrievers"]["bm25"]["runs"] if not r["correct"]]
+    assert failed, "the 20-question world must hold a failure for the demo to show"
+    repairs = report["repairs"]
+    assert 1 <= len(repairs) <= 2 and {r["run_id"] for r in repairs} <= {r["run_id"] for r in failed}
+    for r in repairs:
+        assert r["status"] in ("repaired", "no_flip", "unvalidated")
+        if r["status"] == "repaired":
+            assert r["validated"] and r["node"] and r["change"] and r["answer_after"] is not None
+    store = SqliteSpanStore(store_path, create=False)
+    assert len(store.get_records("repair")) == len(repairs)
+    store.close()
+    repaired = sum(r["status"] == "repaired" for r in repairs)
+    assert report["pairs"]["count"] == repaired
+    if repaired:
+        assert (tmp_path / "runs.pairs.jsonl").exists() and report["plot"].endswith(".png")
 
 
 def test_demo_rejects_bad_options(tmp_path, capsys):
