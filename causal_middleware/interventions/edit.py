@@ -35,7 +35,8 @@ class StepEdit(BaseModel):
       in this order) or a new :class:`Document` (built in the shape of the list's recorded items:
       a LangChain ``Document``, a dict with the same id/text keys, or the bare text);
     * ``replace_text``: in the string at ``path``, ``old`` becomes ``new`` (every occurrence);
-    * ``set``: the value at ``path`` becomes ``value``.
+    * ``set``: the value at ``path`` becomes ``value``, rebuilt in the recorded value's types
+      (:func:`revive`: a proposed document dict becomes a ``Document`` where the agent held one).
 
     ``also`` lists more paths ``replace_text`` / ``set`` apply to (the same value written twice,
     e.g. a sub-query kept as ``sub_query`` and in ``queries``).
@@ -69,7 +70,7 @@ class StepEdit(BaseModel):
 
     def _change(self, current: Any, path: list[PathPart]) -> Any:
         if self.op == "set":
-            return copy.deepcopy(self.value)
+            return revive(current, copy.deepcopy(self.value))
         if self.op == "replace_text":
             if not isinstance(current, str):
                 raise EditError(f"replace_text at {path} needs a string, found {type(current).__name__}")
@@ -88,6 +89,41 @@ class StepEdit(BaseModel):
             else:
                 chosen.append(like(template, item, id_key=self.id_key, text_key=self.text_key))
         return type(current)(chosen) if isinstance(current, tuple) else chosen
+
+
+def revive(template: Any, value: Any) -> Any:
+    """``value`` (JSON, e.g. a model's proposed output) rebuilt in the types of ``template`` (the
+    recorded live output it replaces): a dict shaped like a LangChain ``Document`` or message where
+    the recorded value was one, lists item by item, pydantic models validated. Anything that does
+    not fit stays as it is."""
+    from langchain_core.documents import Document as LCDocument
+    from langchain_core.messages import BaseMessage
+    from pydantic import BaseModel, ValidationError
+
+    if isinstance(template, LCDocument) and isinstance(value, Mapping):
+        text = value.get("page_content", value.get("text"))
+        if isinstance(text, str):
+            return LCDocument(
+                id=value.get("id"), page_content=text, metadata=dict(value.get("metadata") or {})
+            )
+        return value
+    if isinstance(template, BaseMessage) and isinstance(value, Mapping):
+        cls = type(template)
+        fields = {k: v for k, v in value.items() if k in cls.model_fields and k != "type"}
+        try:
+            return cls(**fields)
+        except (TypeError, ValueError, ValidationError):
+            return value
+    if isinstance(template, BaseModel) and isinstance(value, Mapping):
+        try:
+            return type(template).model_validate(value)
+        except ValidationError:
+            return value
+    if isinstance(template, Mapping) and isinstance(value, Mapping):
+        return {k: revive(template.get(k), v) for k, v in value.items()}
+    if isinstance(template, list | tuple) and isinstance(value, list) and template:
+        return [revive(template[min(i, len(template) - 1)], v) for i, v in enumerate(value)]
+    return value
 
 
 def like(template: Any, document: Document, *, id_key: str | None = None, text_key: str | None = None) -> Any:

@@ -32,6 +32,8 @@ def demo_store(
         str(store),
         "--retriever",
         "bm25",
+        "--repairs",
+        "0",
         "--json",
     ]
     assert main(argv) == 0

@@ -15,6 +15,7 @@ from typing import Any
 from langgraph.errors import InvalidUpdateError
 from langgraph.types import Overwrite, StateUpdate
 
+from causal_middleware.interventions.edit import revive
 from causal_middleware.replay.determinism import determinism_settings
 from causal_middleware.replay.errors import ReplayError
 from causal_middleware.replay.policy import RecordedCall
@@ -186,7 +187,13 @@ def new_output(recorded: Any, request: ForkRequest) -> Any:
         return request.update(copy.deepcopy(recorded))
     if request.values is not None:
         base = copy.deepcopy(dict(recorded)) if isinstance(recorded, Mapping) else {}
-        return {**base, **request.values}
+        # JSON values (a model's proposal) rebuilt in the recorded objects' types: a document dict
+        # becomes a Document where the agent held one
+        return (
+            revive(recorded, {**base, **request.values})
+            if recorded is not None
+            else {**base, **request.values}
+        )
     return copy.deepcopy(recorded)
 
 
