@@ -12,10 +12,13 @@ useful first:
   then rank;
 * **tool outputs**: the tool re-run live (``rerun_tool``; never for a side-effecting tool) when it
   now answers differently;
-* **produced text** (a plan, a sub-query, a fact, a router's choice): short values swapped for the
-  other candidate values present in the step's evidence (the documents and tool outputs the run
-  had seen by then, near-namesakes first); names in longer strings that the question does not
-  contain swapped for similar names from the question and the evidence.
+* **produced text** (a plan, a sub-query, a fact, a tool call's argument): only values the node
+  *wrote* (strings copied from its input are left alone; a value written under several keys
+  changes in all of them). A short value that states a name or a number is swapped for other
+  values of the same kind found in the step's evidence (the documents and tool outputs the run had
+  seen by then, or retrieved inside the step); a name is swapped for its alias ("X, also known as
+  Y" anywhere in the run) and, unless the question names it, for a near-namesake. Control words
+  (a router's ``"search"``) and questions are not swapped whole.
 
 Every candidate names its target (``state_key``) and the evidence it removes or brings in
 (``evidence``) in the user's own keys and ids.
