@@ -8,8 +8,9 @@ should ...", "you're supposed to ...") with no value are behavioural.
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -18,7 +19,12 @@ from causal_middleware.context.text import (
     content_tokens,
     find_values,
     normalize,
+    relevance,
+    same_value,
+    stem,
+    tokens,
     value_kind,
+    with_number,
 )
 
 DeltaKind = Literal["value", "behaviour", "tool_error", "none"]
@@ -48,9 +54,10 @@ _EXPECTED_PHRASE = re.compile(
 _PRESCRIPTIVE = re.compile(
     r"(?:\byou(?:'re| are|'re not| are not| were| weren't| were not| aren't)\s+(?:really\s+|definitely\s+|clearly\s+)?(?:not\s+)?"
     r"(?:supposed|allowed|permitted|meant|required)\s+to|"
-    r"\byou (?:really |definitely |clearly |honestly |absolutely |just )?(?:should(?:n't| not)?|must(?:n't| not)?|need to|have to|"
-    r"were supposed to|forgot to|didn't|did not|never|always)(?:\s+have)?|"
-    r"\b(?:aren't|weren't) you (?:supposed|meant|required) to|\b(?:shouldn't|should|didn't|don't) you(?: have| need to)?|"
+    r"\byou (?:really |definitely |clearly |honestly |absolutely |just |simply )?(?:should(?:n't| not)?|must(?:n't| not)?|need to|have to|"
+    r"were supposed to|forgot to|didn't|did not|never|always|can't|cannot|can not|couldn't|won't)(?:\s+have)?|"
+    r"\b(?:aren't|weren't) you (?:supposed|meant|required) to|\b(?:shouldn't|should|didn't|don't|couldn't|can't|wouldn't) you(?: have| need to)?|"
+    r"\b(?:how|why) (?:can|could|would|did|do) you|"
     r"\b(?:shouldn't|should not) (?:this|that|it)(?: have)?)"
     r"\s+(?P<clause>[^.;!?]+)",
     _I,
@@ -59,7 +66,7 @@ _TAG_QUESTION = re.compile(
     r",?\s*(?:are|aren't|do|don't|did|didn't|is|isn't|should|shouldn't|can|can't|will|won't|right)\s*(?:you|it|they|I)?\s*$",
     _I,
 )
-STRONG_VALUE_KINDS = ("money", "percent", "duration", "date", "time")
+STRONG_VALUE_KINDS = ("money", "percent", "duration", "date", "time", "size", "measure")
 _TOOL_GOT = re.compile(
     r"\b(?:invalid|unknown|unsupported|unrecognized|unrecognised|bad|got|received|rejected)\s+"
     r"(?:value\s+|parameter\s+|field\s+|format\s+|argument\s+|code\s+)?['\"`](?P<got>[^'\"`]+)['\"`]",
@@ -121,19 +128,31 @@ def correction_delta(
             got = values[0][1] if values else _clean(got_span)
             break
     expected: str | None = None
-    for _kind, span in find_values(correction):
-        if got and normalize(span) == normalize(got):
-            continue
-        if got_span and normalize(span) in normalize(got_span):
-            continue
-        expected = span
-        break
+    spans = [
+        span
+        for _kind, span in find_values(correction)
+        if not (got and same_value(span, got)) and not (got_span and normalize(span) in normalize(got_span))
+    ]
+    # A value the agent itself stated is the user citing the answer ("it used to be X but it's Y
+    # now"), not what it should have been: prefer a value the answer does not contain.
+    said = [v for _, v in find_values(answer)] if answer else []
+    restated = [span for span in spans if any(same_value(span, v) for v in said)]
+    fresh = [span for span in spans if span not in restated]
+    if fresh:
+        expected = fresh[0]
+        if got is None and restated and value_kind(restated[0]) == value_kind(expected):
+            got = restated[0]
+    elif spans:
+        expected = spans[0]
     if expected is None:
         for m in _EXPECTED_PHRASE.finditer(correction):
             phrase = _clean(m.group("x"))
             if phrase and not _is_judgement(phrase) and (not got or normalize(phrase) != normalize(got)):
                 expected = phrase
                 break
+    act = _disapproved_act(correction)
+    if act and (expected is None or value_kind(expected) not in STRONG_VALUE_KINDS):
+        return "behaviour", correction.strip(), None, act
     m = _PRESCRIPTIVE.search(correction)
     # Behavioural: a rule with no value, or whose value sits inside the rule ("tell them to call 911").
     if m and (
@@ -146,32 +165,160 @@ def correction_delta(
         return "behaviour", correction.strip(), None, instruction_from(correction)
     if expected is None:
         return "none", None, got, None
+    if got is None and answer and value_kind(expected) == "number":
+        # A bare number against a measured answer ("it's 100" after "50 GB") is in the answer's unit.
+        measured = [
+            span
+            for k, span in find_values(answer)
+            if k in ("size", "measure", "duration", "percent") and not same_value(span, expected)
+        ]
+        named = claimed_subject(correction, expected)
+        # ... unless the user names another subject ("the attachment limit is 25" after "the mailbox
+        # limit is 100 GB"): that number need not share the answer's unit.
+        if len(measured) == 1 and (named is None or relevance(named, answer) >= 0.5):
+            got = measured[0]
+            expected = with_number(measured[0], expected)
     if got is None and answer:
         kind = value_kind(expected)
         if kind != "phrase":
-            said = [(k, span) for k, span in find_values(answer) if normalize(span) != normalize(expected)]
-            same = [span for k, span in said if k == kind]
+            said_kinds = [(k, span) for k, span in find_values(answer) if not same_value(span, expected)]
+            same = [span for k, span in said_kinds if k == kind]
             # A value of another kind: the agent answered a different question than the one asked.
-            other = [span for k, span in said if k in STRONG_VALUE_KINDS]
+            other = [span for k, span in said_kinds if k in STRONG_VALUE_KINDS]
             got = same[0] if same else (other[0] if kind in STRONG_VALUE_KINDS and len(other) == 1 else None)
     return "value", expected, got, None
 
 
+_GOT_KEYS = re.compile(r"^(?:got|received|value|input|given|provided|actual|rejected(?:_value)?)$", _I)
+_EXPECTED_KEYS = re.compile(r"^(?:expected(?:_value)?|did_you_mean|suggestion|correct(?:_value)?)$", _I)
+_ALLOWED_KEYS = re.compile(
+    r"(?:allow|valid|accept|support|permitted|options|choices|enum|expected|possible|one_?of)", _I
+)
+_QUOTED_VALUE = re.compile(r"(?<![\w])['\"`]([^'\"`\n]{1,80})['\"`](?![\w])")
+
+
+def _structured(output: str) -> Any:
+    """The JSON body of a tool error, when it has one (whole output, or after a short prefix)."""
+    text = (output or "").strip()
+    for start in (0, *(i for i in (text.find("{"), text.find("[")) if i > 0)):
+        try:
+            return json.loads(text[start:])
+        except (ValueError, TypeError):
+            continue
+    return None
+
+
+def _walk(data: Any, key: str = "") -> list[tuple[str, Any]]:
+    """Every ``(key, value)`` leaf or list of a parsed error body, depth first."""
+    if isinstance(data, dict):
+        return [pair for k, v in data.items() for pair in _walk(v, str(k))]
+    if isinstance(data, list) and data and all(isinstance(v, str | int | float) for v in data):
+        return [(key, [str(v) for v in data])]
+    if isinstance(data, list):
+        return [pair for v in data for pair in _walk(v, key)]
+    return [(key, data)]
+
+
+def error_text(output: str) -> str:
+    """The human-readable text of a tool error: the string fields of a JSON body joined into
+    sentences (so JSON quoting is not read as quoted values), else the output as it is."""
+    data = _structured(output)
+    if data is None:
+        return output or ""
+    parts = [str(v) for _, v in _walk(data) if isinstance(v, str) and not isinstance(v, bool)]
+    return ". ".join(p.rstrip(". ") for p in parts if p.strip())
+
+
+_DISAPPROVAL = re.compile(
+    r"\b(?:that|this|it)(?:'s| is| was)\s+(?:really\s+|just\s+|so\s+)?(?:not|never)\s+"
+    r"(?:ok|okay|acceptable|appropriate|fine|allowed|alright|all right|safe|professional)\b",
+    _I,
+)
+_AGENT_ACT = re.compile(
+    r"\byou(?:'ve| have)?\s+(?:just\s+|already\s+|actually\s+)?(?P<verb>[a-z]+(?:ed|wn|ne)|showed|gave|told|sent|said|put|let|read|made|left)\s+(?P<rest>[^.;!?]+)",
+    _I,
+)
+
+
+def _disapproved_act(correction: str) -> str | None:
+    """ "You just showed my entire card number. That's not okay." -> "Do not show the user's entire
+    card number.": an act the user reports the agent did, judged unacceptable, as a prohibition."""
+    if not _DISAPPROVAL.search(correction):
+        return None
+    m = _AGENT_ACT.search(correction)
+    if not m:
+        return None
+    clause = f"{m.group('verb')} {m.group('rest').strip()}"
+    for pat, rep in _PRONOUNS:
+        clause = re.sub(pat, rep, clause)
+    return f"Do not {_base_form(clause).rstrip(' ,')}."
+
+
 def tool_error_delta(output: str, args_text: str = "") -> tuple[str | None, str | None]:
-    """``(expected, got)`` named in a tool's error message."""
-    got_m = _TOOL_GOT.search(output)
-    exp_m = _TOOL_EXPECTED.search(output)
-    got = got_m.group("got") if got_m else None
-    expected = exp_m.group("exp") if exp_m else None
-    if got is None or expected is None:
-        quoted = [q for q in _QUOTED.findall(output)]
-        in_args = [q for q in quoted if q in args_text]
-        if got is None and in_args:
-            got = in_args[0]
-        rest = [q for q in quoted if q != got]
-        if expected is None and rest:
+    """``(expected, got)`` named in a tool's error message.
+
+    Structured errors are read by field (``{"expected": ..., "got": ...}``, ``{"allowed": [...]}``)
+    and by the text of their messages. ``got`` is the rejected value the call sent (quoted in the
+    error and present in the call's arguments); ``expected`` is the value the error names as
+    right, or the one acceptable value that resembles ``got``; None when the error lists several
+    acceptable values and none stands out (the tool's description then decides, downstream).
+    """
+    data = _structured(output)
+    got = expected = None
+    if data is not None:
+        for key, value in _walk(data):
+            if isinstance(value, str | int | float) and not isinstance(value, bool):
+                if got is None and _GOT_KEYS.match(key):
+                    got = str(value)
+                elif expected is None and _EXPECTED_KEYS.match(key):
+                    expected = str(value)
+    text = error_text(output)
+    got_m = _TOOL_GOT.search(text)
+    exp_m = _TOOL_EXPECTED.search(text)
+    got = got or (got_m.group("got") if got_m else None)
+    expected = expected or (exp_m.group("exp") if exp_m else None)
+    allowed = allowed_values(output)
+    quoted = [q.strip() for q in _QUOTED_VALUE.findall(text)]
+    if got is None:
+        in_args = [q for q in quoted if q and _in_args(q, args_text)]
+        got = in_args[0] if in_args else None
+    if expected is None and allowed:
+        expected = _closest_allowed(got, allowed)
+    if expected is None and not allowed:
+        rest = [q for q in quoted if q != got and q not in allowed]
+        if rest:
             expected = rest[-1]
+    if expected is not None and got is not None and normalize(expected) == normalize(got):
+        expected = None
     return expected, got
+
+
+def _in_args(value: str, args_text: str) -> bool:
+    if not args_text:
+        return False
+    data = _structured(args_text)
+    if isinstance(data, dict):
+        leaves = {str(v) for _, v in _walk(data) if not isinstance(v, list)} | {str(k) for k in data}
+        return value in leaves
+    return value in args_text
+
+
+def _closest_allowed(got: str | None, allowed: list[str]) -> str | None:
+    """The acceptable value that ``got`` was meant to be: the only one, else the only one sharing a
+    stem or prefix with it (``"damage"`` -> ``"DAMAGED"``, ``"promo_code"`` -> ``"promo"``...)."""
+    options = [a for a in allowed if got is None or normalize(a) != normalize(got)]
+    if len(options) == 1:
+        return options[0]
+    if not got:
+        return None
+    g = {stem(t) for t in tokens(got.replace("-", " ").replace("_", " "))}
+    alike = [
+        a
+        for a in options
+        if g & {stem(t) for t in tokens(a.replace("-", " ").replace("_", " "))}
+        or normalize(a).startswith(normalize(got)[:4])
+    ]
+    return alike[0] if len(alike) == 1 else None
 
 
 def claimed_subject(correction: str, expected: str | None) -> str | None:
@@ -196,17 +343,24 @@ def claimed_subject(correction: str, expected: str | None) -> str | None:
 
 _ALLOWED = re.compile(
     r"\b(?:one of|allowed(?: values| keys)?|accepted(?: values| keys)?|expected(?: keys| values| one of)?|valid (?:values|keys|options)|"
-    r"supported(?: values| keys)?|options are)\s*:?\s*(?P<list>[^.;()\n]+)",
+    r"supported(?: values| keys)?|options are|possible values|choices)\s*(?::|are|is|include)\s*(?P<list>[^.;()\n]+)|"
+    r"\b(?:must be|should be)\s+one of\s*:?\s*(?P<list2>[^.;()\n]+)",
     _I,
 )
 
 
 def allowed_values(output: str) -> list[str]:
-    """Values a tool error lists as acceptable ("must be one of P1, P2, P3", "Expected keys: 'a', 'b'")."""
+    """Values a tool error lists as acceptable ("must be one of P1, P2, P3", "Expected keys: 'a', 'b'",
+    ``{"allowed": ["A", "B"]}``), from a JSON body's fields and its messages' text alike."""
     out: list[str] = []
-    for m in _ALLOWED.finditer(output):
-        for part in re.split(r",|\bor\b|\band\b", m.group("list")):
-            part = part.strip().strip("'\"`").strip()
+    data = _structured(output)
+    if data is not None:
+        for key, value in _walk(data):
+            if isinstance(value, list) and _ALLOWED_KEYS.search(key):
+                out += [v for v in value if v not in out]
+    for m in _ALLOWED.finditer(error_text(output)):
+        for part in re.split(r",|\bor\b|\band\b|\|", m.group("list") or m.group("list2") or ""):
+            part = part.strip().strip("'\"`[]{}").strip()
             if part and len(part.split()) <= 3 and part not in out:
                 out.append(part)
     return out
@@ -246,7 +400,7 @@ def instruction_from(correction: str) -> str:
             and "didn't" not in lead_l
             and "did not" not in lead_l
             and "forgot" not in lead_l
-        )
+        ) or lead_l.startswith(("how ", "why "))
         for pat, rep in _PRONOUNS:
             clause = re.sub(pat, rep, clause)
         clause = clause.rstrip(" ,")
@@ -292,9 +446,19 @@ _PAST = {
 }
 
 
+_IRREGULAR = {"showed": "show", "shown": "show", "put": "put", "let": "let", "read": "read", "made": "make",
+              "left": "leave", "done": "do", "gone": "go"}  # fmt: skip
+
+
 def _base_form(clause: str) -> str:
     first, _, rest = clause.partition(" ")
-    base = _PAST.get(first.lower())
-    if base is None and first.lower().endswith("ed") and len(first) > 5:
-        base = None
+    low = first.lower()
+    base = _PAST.get(low) or _IRREGULAR.get(low)
+    if base is None and low.endswith("ed") and len(low) > 4:
+        stemmed = low[:-2]
+        if len(stemmed) > 2 and stemmed[-1] == stemmed[-2] and stemmed[-1] not in "ls":
+            stemmed = stemmed[:-1]  # stopped -> stop
+        elif low.endswith("ied"):
+            stemmed = low[:-3] + "y"
+        base = stemmed
     return f"{base} {rest}".strip() if base else clause

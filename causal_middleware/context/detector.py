@@ -22,8 +22,8 @@ from causal_middleware.context.text import (
     expand_informal,
     find_values,
     jaccard,
-    normalize,
     quote,
+    same_value,
     sentences,
     stem,
     term_seq,
@@ -31,6 +31,16 @@ from causal_middleware.context.text import (
 )
 
 _I = re.IGNORECASE
+
+_DISAPPROVAL = (
+    r"\b(?:that|this|it)(?:'s| is| was)\s+(?:really\s+|just\s+|so\s+)?(?:not|never)\s+"
+    r"(?:ok|okay|acceptable|appropriate|fine|allowed|alright|all right|safe|professional)\b"
+)
+_CHALLENGE = (
+    r"\byou\s+(?:just\s+|really\s+|simply\s+)?(?:can't|cannot|can not|couldn't|mustn't|won't|shouldn't)\s+(?!help\b)\w+|"
+    r"\b(?:shouldn't|couldn't|can't|wouldn't|didn't|weren't)\s+you\s+\w+|"
+    r"\b(?:how|why)\s+(?:can|could|would|did|do)\s+you\s+(?!help\b|tell\b|explain\b)\w+\s+(?:that|this|it|something|anything)\b"
+)
 
 # (pattern, confidence). The first match per family counts; confidence is the strongest match.
 CORRECTION_PATTERNS: tuple[tuple[re.Pattern[str], float], ...] = tuple(
@@ -89,6 +99,11 @@ CORRECTION_PATTERNS: tuple[tuple[re.Pattern[str], float], ...] = tuple(
             0.95,
         ),
         (r"\bthat(?:'s| is) not what (?:the|our|your) \w+ (?:says?|said|states?)\b", 0.9),
+        # Disapproval of what the agent just did ("that's not okay"), and challenges addressed to
+        # the agent: a negated modal ("you can't promise that", "shouldn't you ...") or a
+        # rhetorical "how can you ...". Requests ("can you ...") are not challenges.
+        (_DISAPPROVAL, 0.85),
+        (_CHALLENGE, 0.8),
         (r"\b(?:wrong|incorrect|mistaken|inaccurate|false)\b", 0.7),
         (
             r"^\s*(?:no|nope|nah)\b[,.!]+\s+(?!thanks|thank|worries|problem|need|that's (?:all|it|fine|great|right|correct|everything)|"
@@ -206,7 +221,7 @@ def detect_offline(conversation: Conversation) -> Detection:
     signals: list[Signal] = []
     user_nodes = conversation.user_turns
     for node in user_nodes:
-        signals += _language_signals(node)
+        signals += _unrelated_weak_cues(conversation, node, _language_signals(node))
     signals += _supplied_answers(conversation, signals)
     signals += _contradictions(conversation, signals)
     signals += _tool_errors(conversation)
@@ -259,6 +274,33 @@ def _language_signals(node: ConversationNode) -> list[Signal]:
     return out
 
 
+WEAK_CUE = 0.75
+_WEAK_WORD = re.compile(r"\b(?:wrong|incorrect|mistaken|inaccurate|false)\b", _I)
+
+
+def _unrelated_weak_cues(
+    conversation: Conversation, node: ConversationNode, found: list[Signal]
+) -> list[Signal]:
+    """Drop weak correction cues (a bare "wrong") in a turn that asks a new question sharing no
+    word with the agent's last answer: "I got the wrong size, how do I return it?" asks for help,
+    it does not correct the answer."""
+    if not any(s.type == SignalType.CORRECTION and s.confidence <= WEAK_CUE for s in found):
+        return found
+    sents = sentences(node.content)
+    if not sents or statement_kind(sents[-1]) != "question":
+        return found
+    # The cue sits in the user's account of their own situation ("I got the wrong size, ..."):
+    # it is about what happened to them, not about the answer.
+    clauses = [c for sent in sents for c in re.split(r"[,;:]", sent)]
+    if any(_WEAK_WORD.search(c) and statement_kind(c) == "personal" for c in clauses):
+        return [s for s in found if not (s.type == SignalType.CORRECTION and s.confidence <= WEAK_CUE)]
+    i = conversation.index(node.id)
+    answer = next((n for n in reversed(conversation.nodes[:i]) if n.type == NodeType.AGENT), None)
+    if answer is not None and set(term_seq(node.content)) & set(term_seq(answer.content)):
+        return found
+    return [s for s in found if not (s.type == SignalType.CORRECTION and s.confidence <= WEAK_CUE)]
+
+
 def _supplied_answers(conversation: Conversation, found: list[Signal]) -> list[Signal]:
     """A user turn that states a value right after the agent said it could not find the answer."""
     out = []
@@ -290,14 +332,55 @@ def _supplied_answers(conversation: Conversation, found: list[Signal]) -> list[S
     return out
 
 
-CONTRADICTION_KINDS = ("money", "percent", "duration", "date", "time")
+CONTRADICTION_KINDS = ("money", "percent", "duration", "date", "time", "size", "measure")
+
+# Leading words that carry no subject ("well, ...", "hmm, ...", "oh ...").
+_LEAD_IN = re.compile(
+    r"^\s*(?:(?:well|hmm+|oh|ok|okay|so|but|and|wait|hey|yes|yeah|no|nope|um+|uh+|whoa|sorry)\b[,.!]*\s*)+",
+    _I,
+)
+# A sentence that opens with a subject: a pronoun, a determiner or possessive, or a value.
+_SUBJECT_OPENING = re.compile(
+    r"^(?:it|it's|that|that's|this|they|they're|there|there's|these|those|the|a|an|your|its|their|his|her|"
+    r"you|you're|everything|nothing|[$€£\d])",
+    _I,
+)
+_FIRST_PERSON = re.compile(r"^(?:i|i'm|i've|i'd|my|me|we|we're|our|mine)\b", _I)
+_REQUEST = re.compile(
+    r"^(?:please|can|could|would|will|let's|let me)\b|^(?:i|we)(?:'d| would| want| need| wanna)\b", _I
+)
+
+
+def statement_kind(sentence: str) -> str:
+    """``"request"``, ``"question"``, ``"personal"`` (the user about themselves), ``"assertion"``
+    (a statement about the world or the agent's answer) or ``"other"``: the shape of a sentence,
+    read from its opening, with no word list about what it says."""
+    text = expand_informal(sentence).strip()
+    if text.endswith("?"):
+        return "question"
+    body = _LEAD_IN.sub("", text)
+    if not body:
+        return "other"
+    if _REQUEST.match(body):
+        return "request"
+    if _FIRST_PERSON.match(body):
+        return "personal"
+    if _SUBJECT_OPENING.match(body):
+        return "assertion"
+    return "other"
 
 
 def _contradictions(conversation: Conversation, found: list[Signal]) -> list[Signal]:
-    """A user statement giving a different value of the same kind as the agent's last answer.
+    """A user statement giving a different value than the agent's last answer: no cue words needed.
 
-    Only statements ("it's $40 now", "the fee is $40") that refer back to the answer: they name
-    nothing else, or share a word with it. A new request ("move $200 to savings") is not one.
+    A sentence contradicts the answer when it names the answer's own value against another
+    ("24 hours, not 12 hours"), or asserts a value of the same kind (sizes compared by magnitude:
+    "2 GB" is not "2000 MB"'s contradiction) as a statement about the world (it opens with a
+    subject, not a verb or a request: "Your site says 48 hours now") or as a personal statement
+    that refers back to the answer (shares a word with it). A sentence that names a subject and
+    asserts a value of another kind than the answer's ("The restocking fee is 15%" after "30 days")
+    says the agent answered something else. New requests ("move $200 to savings", "I'd like to
+    transfer $500") and questions are not contradictions.
     """
     out = []
     corrected = {s.node_id for s in found if s.type == SignalType.CORRECTION}
@@ -308,27 +391,38 @@ def _contradictions(conversation: Conversation, found: list[Signal]) -> list[Sig
         elif n.type == NodeType.USER:
             if last_agent is not None and n.id not in corrected:
                 said = find_values(last_agent.content)
+                said_strong = [(k, v) for k, v in said if k in CONTRADICTION_KINDS]
                 answer_terms = set(term_seq(last_agent.content))
                 for sent in sentences(n.content):
-                    if sent.endswith("?"):
+                    shape = statement_kind(sent)
+                    if shape in ("question", "request"):
                         continue
                     values = find_values(sent)
-                    # An explicit contrast names the agent's own value ("24 hours, not 12 hours"); a
-                    # plain statement must refer back to the answer (no other subject, or a shared word).
-                    contrast = any(normalize(v) == normalize(a) for _, v in values for _, a in said)
+                    contrast = any(same_value(v, a) for _, v in values for _, a in said)
                     terms = set(term_seq(sent))
-                    if not contrast and (not _STATEMENT.search(sent) or (terms and not terms & answer_terms)):
+                    refers = not terms or bool(terms & answer_terms)
+                    stated = bool(_STATEMENT.search(sent))
+                    if not (contrast or shape == "assertion" or (stated and refers)):
                         continue
                     hit = next(
                         (
-                            (value, same)
+                            (value, same, 0.8)
                             for kind, value in values
                             if kind in CONTRADICTION_KINDS
                             and (same := [v for k, v in said if k == kind])
-                            and all(normalize(v) != normalize(value) for v in same)
+                            and not any(same_value(v, value) for v in same)
                         ),
                         None,
                     )
+                    if hit is None and said_strong and shape == "assertion" and stated and terms:
+                        hit = next(
+                            (
+                                (value, [said_strong[0][1]], 0.75)
+                                for kind, value in values
+                                if kind in CONTRADICTION_KINDS and kind not in {k for k, _ in said_strong}
+                            ),
+                            None,
+                        )
                     if hit:
                         out.append(
                             Signal(
@@ -336,7 +430,7 @@ def _contradictions(conversation: Conversation, found: list[Signal]) -> list[Sig
                                 turn=n.turn,
                                 node_id=n.id,
                                 evidence=quote(f"{n.content} (the agent said {hit[1][0]})"),
-                                confidence=0.8,
+                                confidence=hit[2],
                             )
                         )
                         break

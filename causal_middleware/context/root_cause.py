@@ -16,6 +16,7 @@ shows up in several nodes it picks the one closest to the failure.
 
 from __future__ import annotations
 
+import json
 import re
 from enum import StrEnum
 from typing import Literal
@@ -37,6 +38,7 @@ from causal_middleware.context.text import contains, relevance, sentences, term_
 from causal_middleware.context.workspace import (
     SYSTEM_PROMPT_PATH,
     ComponentType,
+    Workspace,
     component_type,
     tool_prompt_path,
 )
@@ -105,8 +107,13 @@ def diagnose(
     method: Method = "holistic",
     mode: Literal["offline", "llm"] = "offline",
     model: BaseChatModel | None = None,
+    workspace: Workspace | None = None,
 ) -> Diagnosis:
-    """Find the root node of a dissatisfied session (``detection`` is computed when not given)."""
+    """Find the root node of a dissatisfied session (``detection`` is computed when not given).
+
+    Given the ``workspace``, a component path the session did not record (or recorded under a
+    name the workspace does not have) is resolved by content: see :func:`resolve_path`.
+    """
     if method not in ("holistic", "iterative"):
         raise ValueError(f"unknown root-cause method {method!r}; expected 'holistic' or 'iterative'")
     detection = detection if detection is not None else detect_offline(conversation)
@@ -124,9 +131,70 @@ def diagnose(
             status="no_failure",
             reason="no dissatisfaction signal",
         )
-    if method == "holistic":
-        return _holistic(conversation, fp)
-    return _iterative(conversation, fp)
+    diag = _holistic(conversation, fp) if method == "holistic" else _iterative(conversation, fp)
+    if workspace is not None and diag.root_node_id:
+        root = conversation.node(diag.root_node_id)
+        if diag.component_path is None or not workspace.exists(diag.component_path):
+            found = resolve_path(root, workspace)
+            if found and (diag.component_path is not None or diag.category != FaultCategory.KB_CONTENT_GAP):
+                diag.component_path = found
+                kind = component_type(found)
+                if kind != "other":
+                    diag.component_type = kind
+    return diag
+
+
+def resolve_path(node: ConversationNode, workspace: Workspace) -> str | None:
+    """The workspace file a node's content came from, found by content, not by naming convention.
+
+    The recorded source when the workspace has it; else the file whose text holds the node's
+    output (a system prompt, a skill or an entry read verbatim; the document the node retrieved);
+    else, for a tool call, the file that documents the tool: it names the tool and the most of the
+    argument names the call used. None when no file stands out.
+    """
+    if node.source and workspace.exists(node.source):
+        return node.source
+    files = workspace.files
+    for doc in node.documents:
+        if doc.path and workspace.exists(doc.path):
+            return doc.path
+    body = _body(node.output or "")
+    if node.type != NodeType.TOOL_CALL and len(body) >= 20:
+        holders = [
+            p for p, text in files.items() if body in _body(text) or _body(text) in body and _body(text)
+        ]
+        if len(holders) == 1:
+            return holders[0]
+    if node.type == NodeType.TOOL_CALL and node.name:
+        keys = _arg_names(node.content)
+        scored = []
+        for p, text in files.items():
+            if not re.search(r"(?<![\w])" + re.escape(node.name) + r"(?![\w])", text):
+                continue
+            score = 1 + sum(1 for k in keys if re.search(r"(?<![\w])" + re.escape(k) + r"(?![\w])", text))
+            # A file whose title or front matter is the tool's name documents it; one that only
+            # mentions it (a skill, the system prompt) does not.
+            if re.search(r"^(?:name:\s*|#\s*)" + re.escape(node.name) + r"\s*$", text, re.MULTILINE):
+                score += 2
+            scored.append((score, p))
+        scored.sort(key=lambda t: (-t[0], t[1]))
+        if scored and (len(scored) == 1 or scored[0][0] > scored[1][0]):
+            return scored[0][1]
+    return None
+
+
+def _body(text: str) -> str:
+    """Text without its front matter, whitespace collapsed: what a session shows of a file."""
+    text = re.sub(r"\A---\n.*?\n---\n", "", text or "", flags=re.DOTALL)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _arg_names(args_text: str) -> list[str]:
+    try:
+        data = json.loads(args_text or "")
+    except ValueError:
+        return re.findall(r"['\"]?([A-Za-z_][\w]*)['\"]?\s*[:=]", args_text or "")
+    return [str(k) for k in data] if isinstance(data, dict) else []
 
 
 # --- shared evidence --------------------------------------------------------------------------

@@ -41,7 +41,7 @@ CONVERSATION_WORDS = QUESTION_WORDS | JUDGEMENT_WORDS
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:['_][a-z0-9]+)*")
 
-_MONEY = r"[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:k|m|million|billion))?|\d[\d,]*(?:\.\d+)?\s?(?:usd|eur|gbp|dollars|euros|pounds)\b"
+_MONEY = r"[$€£]\s?\d(?:[\d,]*\d)?(?:\.\d+)?(?:\s?(?:k|m|million|billion))?|\d[\d,]*(?:\.\d+)?\s?(?:usd|eur|gbp|dollars|euros|pounds)\b"
 _PERCENT = r"\d+(?:\.\d+)?\s?%|\d+(?:\.\d+)?\s?percent\b"
 _DURATION = (
     r"\d+(?:\.\d+)?(?:\s?-\s?\d+)?\s?(?:business |calendar |working )?"
@@ -52,12 +52,42 @@ _DATE = (
     r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?(?:,? \d{4})?"
 )
 _TIME = r"\d{1,2}(?::\d{2})?\s?(?:am|pm)\b|\d{1,2}:\d{2}\b"
+# Sizes and other measured quantities: a number with a unit ("2 GB", "500MB", "1.5 TB", "3 kg").
+_SIZE_UNITS = {
+    "b": 1, "byte": 1, "bytes": 1,
+    "kb": 1e3, "kilobyte": 1e3, "kilobytes": 1e3, "kib": 2**10,
+    "mb": 1e6, "megabyte": 1e6, "megabytes": 1e6, "mib": 2**20,
+    "gb": 1e9, "gigabyte": 1e9, "gigabytes": 1e9, "gib": 2**30,
+    "tb": 1e12, "terabyte": 1e12, "terabytes": 1e12, "tib": 2**40,
+    "pb": 1e15, "petabyte": 1e15, "petabytes": 1e15, "pib": 2**50,
+}  # fmt: skip
+_MEASURE_UNITS = {
+    "mg": ("g", 1e-3), "g": ("g", 1), "grams": ("g", 1), "kg": ("g", 1e3), "kilograms": ("g", 1e3),
+    "lb": ("lb", 1), "lbs": ("lb", 1), "pounds": ("lb", 1), "oz": ("oz", 1), "ounces": ("oz", 1),
+    "mm": ("m", 1e-3), "cm": ("m", 1e-2), "m": ("m", 1), "km": ("m", 1e3), "meters": ("m", 1),
+    "kilometers": ("m", 1e3), "miles": ("mi", 1), "mi": ("mi", 1), "inches": ("in", 1), "in": ("in", 1),
+    "ml": ("l", 1e-3), "l": ("l", 1), "liters": ("l", 1), "litres": ("l", 1),
+    "kbps": ("bps", 1e3), "mbps": ("bps", 1e6), "gbps": ("bps", 1e9),
+    "ghz": ("hz", 1e9), "mhz": ("hz", 1e6), "khz": ("hz", 1e3),
+}  # fmt: skip
+_NUM = r"\d[\d,]*(?:\.\d+)?"
+_SIZE = _NUM + r"\s?(?:" + "|".join(sorted(_SIZE_UNITS, key=len, reverse=True)) + r")\b"
+_MEASURE = (
+    _NUM
+    + r"\s?(?:"
+    + "|".join(
+        sorted((u for u in _MEASURE_UNITS if len(u) > 1 and u not in ("in", "mi")), key=len, reverse=True)
+    )
+    + r")\b"
+)
 _QUOTED = r"(?<!\w)['\"`“‘]([^'\"`”’\n]{1,60}?)['\"`”’](?!\w)"
-_NUMBER = r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w])"
+_NUMBER = r"(?<![\w.])\d(?:[\d,]*\d)?(?:\.\d+)?(?![\w])"
 
 VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("money", re.compile(_MONEY, re.IGNORECASE)),
     ("percent", re.compile(_PERCENT, re.IGNORECASE)),
+    ("size", re.compile(_SIZE, re.IGNORECASE)),
+    ("measure", re.compile(_MEASURE, re.IGNORECASE)),
     ("date", re.compile(_DATE, re.IGNORECASE)),
     ("duration", re.compile(_DURATION, re.IGNORECASE)),
     ("time", re.compile(_TIME, re.IGNORECASE)),
@@ -125,9 +155,18 @@ def contains(haystack: str | None, needle: str | None) -> bool:
     n = normalize(needle).strip(" .,;:!?'\"`")
     if not n:
         return False
+    raw = (needle or "").strip(" .,;:!?'\"`")
+    if _CODE_LITERAL.fullmatch(raw):
+        # A code literal (``DAMAGED``, ``WRONG_ITEM``) is not the English word it spells: match its case.
+        h = re.sub(r"\s+", " ", haystack or "")
+        return re.search(r"(?<![\w$€£])" + re.escape(raw) + r"(?![\w%])", h) is not None
     h = normalize(haystack)
     pattern = r"(?<![\w$€£])" + re.escape(n) + r"(?![\w%])"
     return re.search(pattern, h) is not None
+
+
+# Upper-case identifiers: four or more capitals, or capitals joined by underscores.
+_CODE_LITERAL = re.compile(r"[A-Z][A-Z0-9]{3,}|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 
 
 def find_values(text: str | None) -> list[tuple[str, str]]:
@@ -154,6 +193,63 @@ def value_kind(value: str) -> str:
     if spans and normalize(spans[0][1]) == normalize(value):
         return spans[0][0]
     return "phrase"
+
+
+_DURATION_SECONDS = {
+    "second": 1, "sec": 1, "minute": 60, "min": 60, "hour": 3600, "hr": 3600, "day": 86400,
+    "week": 7 * 86400, "month": 30 * 86400, "year": 365 * 86400,
+}  # fmt: skip
+_QTY = re.compile(r"(?P<n>\d[\d,]*(?:\.\d+)?)\s?(?P<u>[a-z]+(?: [a-z]+)?)?", re.IGNORECASE)
+
+
+def magnitude(kind: str, span: str) -> tuple[str, float] | None:
+    """A comparable ``(unit, amount)`` for a measured value: sizes in bytes, durations in seconds
+    (business/working days kept apart from calendar time), other quantities in their base unit.
+
+    ``magnitude("size", "2 GB") == ("bytes", 2e9)``; None for kinds without a magnitude.
+    """
+    if kind not in ("size", "measure", "duration"):
+        return None
+    m = _QTY.search(span)
+    if not m:
+        return None
+    amount = float(m.group("n").replace(",", ""))
+    unit = (m.group("u") or "").lower().strip()
+    if kind == "size":
+        factor = _SIZE_UNITS.get(unit.split()[0] if unit else "")
+        return ("bytes", amount * factor) if factor else None
+    if kind == "measure":
+        base = _MEASURE_UNITS.get(unit.split()[0] if unit else "")
+        return (base[0], amount * base[1]) if base else None
+    if re.search(r"\d\s?-\s?\d", span):
+        return None
+    words = unit.split()
+    qualifier = ""
+    if words and words[0] in ("business", "working", "calendar"):
+        qualifier, words = ("business" if words[0] != "calendar" else ""), words[1:]
+    word = words[0] if words else ""
+    word = word[:-1] if word.endswith("s") else word
+    secs = _DURATION_SECONDS.get(word)
+    return (f"{qualifier}seconds", amount * secs) if secs else None
+
+
+def with_number(span: str, number: str) -> str:
+    """``span`` with its number replaced: ``with_number("50 GB", "100") == "100 GB"``."""
+    return re.sub(r"\d[\d,]*(?:\.\d+)?", number.strip(), span, count=1)
+
+
+def same_value(a: str | None, b: str | None) -> bool:
+    """Whether two value spans state the same value: equal text, or equal magnitude when both are
+    measured in convertible units ("2 GB" == "2GB" == "2000 MB"; "48 hours" == "2 days")."""
+    if a is None or b is None:
+        return a is b
+    if normalize(a) == normalize(b):
+        return True
+    ka, kb = value_kind(a), value_kind(b)
+    if ka != kb:
+        return False
+    ma, mb = magnitude(ka, a), magnitude(kb, b)
+    return ma is not None and mb is not None and ma[0] == mb[0] and abs(ma[1] - mb[1]) <= 1e-9 * max(ma[1], 1)
 
 
 def sentences(text: str | None) -> list[str]:
