@@ -42,7 +42,9 @@ def debug_session(
     report = ContextReport(session_id=conversation.session_id, detection=detection)
     if not (detection.escalate or force):
         return report
-    report.diagnosis = diagnose(conversation, detection, method=method, mode=mode, model=model)
+    report.diagnosis = diagnose(
+        conversation, detection, method=method, mode=mode, model=model, workspace=workspace
+    )
     if workspace is not None and report.diagnosis.status == "ok":
         report.recommendation = recommend(
             conversation, report.diagnosis, workspace, mode="explore" if explore else "passive"
