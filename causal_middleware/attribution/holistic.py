@@ -21,9 +21,10 @@ from causal_middleware.attribution.base import (
 )
 from causal_middleware.attribution.delta import compute_delta, hop_delta_trace
 from causal_middleware.attribution.hops import hop_views, question_text, render_hops
-from causal_middleware.attribution.llm import BudgetExceeded, call, parse_object
+from causal_middleware.attribution.llm import DELTA, BudgetExceeded, call, parse_object
 from causal_middleware.attribution.provenance import impact
 from causal_middleware.attribution.verdict import verdict_from_reply
+from causal_middleware.prompts import Fence
 from causal_middleware.spans.model import Trajectory
 
 DELTA_SYSTEM = (
@@ -44,12 +45,23 @@ HOLISTIC_SYSTEM = (
 )
 
 
-def delta_prompt(trajectory: Trajectory, expected: str) -> str:
-    return (
-        f"Question: {question_text(trajectory)}\n"
-        f"Expected answer: {expected}\n"
-        f"Actual answer: {trajectory.answer!r}"
+def delta_prompt(trajectory: Trajectory, expected: str, fence: Fence | None = None) -> str:
+    """The delta call's user prompt; the question and both answers are fenced data."""
+    fence = fence or Fence()
+    return fence.block(
+        "answers",
+        f"Question: {fence.inline(question_text(trajectory), 1200)}\n"
+        f"Expected answer: {fence.inline(expected, 1200)}\n"
+        f"Actual answer: {fence.inline(trajectory.answer, 1200)}",
     )
+
+
+def read_delta(reply: str) -> str:
+    """The ``delta`` sentence of a delta reply (its last object with a delta key), else the reply."""
+    try:
+        return str(parse_object(reply, DELTA).get("delta") or reply.strip())
+    except ValueError:
+        return reply.strip()
 
 
 class HolisticDiagnoser(Diagnoser):
@@ -99,15 +111,21 @@ class HolisticLLMDiagnoser(Diagnoser):
         views = hop_views(trajectory)
         cost = DiagnosisCost()
         try:
+            fence = Fence()
             delta_text = call(
-                model, DELTA_SYSTEM, delta_prompt(trajectory, expected), cost, max_calls=context.max_llm_calls
+                model,
+                fence.system(DELTA_SYSTEM),
+                delta_prompt(trajectory, expected, fence),
+                cost,
+                max_calls=context.max_llm_calls,
             )
-            try:
-                delta = str(parse_object(delta_text).get("delta") or delta_text)
-            except ValueError:
-                delta = delta_text.strip()
-            user = f"Delta: {delta}\n\n{render_hops(trajectory, views, reverse=True)}"
-            reply = call(model, HOLISTIC_SYSTEM, user, cost, max_calls=context.max_llm_calls)
+            delta = read_delta(delta_text)
+            fence = Fence()
+            user = fence.block(
+                "run",
+                f"Delta: {fence.inline(delta, 600)}\n{render_hops(trajectory, views, reverse=True, fence=fence)}",
+            )
+            reply = call(model, fence.system(HOLISTIC_SYSTEM), user, cost, max_calls=context.max_llm_calls)
         except BudgetExceeded as exc:
             return Diagnosis(method=self.name, ran=False, reason=str(exc), cost=cost)
         return verdict_from_reply(self.name, reply, trajectory, views, cost, {"delta": delta})

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from causal_middleware.attribution.text import terms
+from causal_middleware.prompts import Fence
 from causal_middleware.spans.model import (
     AnswerStep,
     Document,
@@ -245,26 +246,41 @@ def render_hops(
     reverse: bool = False,
     doc_limit: int = 240,
     max_docs: int = 5,
+    fence: Fence | None = None,
 ) -> str:
-    """A hop-level text rendering of the run for LLM prompts (question, hops, final answer)."""
+    """A hop-level text rendering of the run for LLM prompts (question, hops, final answer).
+
+    With a ``fence`` every recorded value (question, sub-query, document id and text, tool output,
+    extracted fact, error, answer) is one quoted line (:meth:`~causal_middleware.prompts.Fence.inline`),
+    so no value can forge a header line (``Hop N``, ``SYSTEM:``); the caller puts the rendering in
+    the fence's data block."""
     views = views if views is not None else hop_views(trajectory)
-    lines = [f"Question: {shorten(question_text(trajectory), 600)}"]
+
+    def value(text: object, limit: int) -> str:
+        if fence is not None:
+            return fence.inline(text, limit)
+        return shorten(str(text), limit)
+
+    lines = [f"Question: {value(question_text(trajectory), 600)}"]
     blocks: list[str] = []
     for v in views:
-        block = [f"Hop {v.index} ({v.kind})", f"  sub-query: {v.sub_query or '(none)'}"]
+        sub_query = value(v.sub_query, doc_limit) if v.sub_query else "(none)"
+        block = [f"Hop {v.index} ({v.kind})", f"  sub-query: {sub_query}"]
         if v.empty:
             block.append("  evidence: (nothing retrieved)")
         for i, d in enumerate(v.documents[:max_docs], start=1):
-            block.append(f"  evidence {i} [{d.id}]: {shorten(d.text, doc_limit)}")
+            doc_id = fence.inline(d.id, 120) if fence is not None else d.id
+            block.append(f"  evidence {i} [{doc_id}]: {value(d.text, doc_limit)}")
         for i, t in enumerate(v.tool_outputs[:max_docs], start=1):
-            block.append(f"  tool output {i}: {shorten(t, doc_limit)}")
+            block.append(f"  tool output {i}: {value(t, doc_limit)}")
         if len(v.documents) > max_docs:
             block.append(f"  (+{len(v.documents) - max_docs} more documents)")
-        block.append(f"  extracted: {shorten(v.fact, doc_limit) if v.fact.strip() else '(nothing)'}")
+        block.append(f"  extracted: {value(v.fact, doc_limit) if v.fact.strip() else '(nothing)'}")
         if v.error:
-            block.append(f"  error: {shorten(v.error, doc_limit)}")
+            block.append(f"  error: {value(v.error, doc_limit)}")
         blocks.append("\n".join(block))
-    final = f"Final answer: {trajectory.answer!r}"
+    answer = fence.inline(trajectory.answer, 600) if fence is not None else repr(trajectory.answer)
+    final = f"Final answer: {answer}"
     if reverse:
         blocks.reverse()
         return "\n".join([*lines, final, *blocks])

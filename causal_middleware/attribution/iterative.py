@@ -23,10 +23,20 @@ from causal_middleware.attribution.base import (
     missing_parts,
 )
 from causal_middleware.attribution.delta import NodeUnit, compute_delta, node_delta_trace, node_units
-from causal_middleware.attribution.holistic import DELTA_SYSTEM, delta_prompt
-from causal_middleware.attribution.hops import HopView, hop_views, question_text, shorten
-from causal_middleware.attribution.llm import BudgetExceeded, as_bool, as_hop, as_stage, call, parse_object
+from causal_middleware.attribution.holistic import DELTA_SYSTEM, delta_prompt, read_delta
+from causal_middleware.attribution.hops import HopView, hop_views, question_text
+from causal_middleware.attribution.llm import (
+    FINAL_VERDICT,
+    NODE_VERDICT,
+    BudgetExceeded,
+    as_bool,
+    as_hop,
+    as_stage,
+    call,
+    parse_object,
+)
 from causal_middleware.attribution.provenance import impact
+from causal_middleware.prompts import Fence
 from causal_middleware.spans.model import Trajectory
 
 NODE_SYSTEM = (
@@ -138,21 +148,25 @@ class IterativeLLMDiagnoser(Diagnoser):
             )
         verdicts: dict[str, tuple[bool | None, bool | None, str]] = {}
         try:
-            delta_text = call(model, DELTA_SYSTEM, delta_prompt(trajectory, expected), cost)
-            try:
-                delta = str(parse_object(delta_text).get("delta") or delta_text)
-            except ValueError:
-                delta = delta_text.strip()
+            fence = Fence()
+            delta_text = call(
+                model, fence.system(DELTA_SYSTEM), delta_prompt(trajectory, expected, fence), cost
+            )
+            delta = read_delta(delta_text)
             for unit in reversed(units):
-                user = (
-                    f"Question: {shorten(question_text(trajectory), 400)}\nDelta: {delta}\n\n"
-                    f"Step {unit.step_id}: node {unit.node!r}, hop {unit.hop}, role {unit.role}\n"
-                    f"INPUT: {shorten(unit.input_text, self.text_limit) or '(none)'}\n"
-                    f"OUTPUT: {shorten(unit.output_text, self.text_limit) or '(none)'}"
+                fence = Fence()
+                user = fence.block(
+                    "step",
+                    f"Question: {fence.inline(question_text(trajectory), 400)}\n"
+                    f"Delta: {fence.inline(delta, 600)}\n"
+                    f"Step {fence.inline(unit.step_id, 80)}: node {fence.inline(unit.node, 80)}, "
+                    f"hop {unit.hop}, role {unit.role}\n"
+                    f"INPUT: {fence.inline(unit.input_text, self.text_limit) if unit.input_text.strip() else '(none)'}\n"
+                    f"OUTPUT: {fence.inline(unit.output_text, self.text_limit) if unit.output_text.strip() else '(none)'}",
                 )
-                reply = call(model, NODE_SYSTEM, user, cost)
+                reply = call(model, fence.system(NODE_SYSTEM), user, cost)
                 try:
-                    data = parse_object(reply)
+                    data = parse_object(reply, NODE_VERDICT)
                     verdicts[unit.step_id] = (
                         as_bool(data.get("output_carries")),
                         as_bool(data.get("input_carries")),
@@ -160,12 +174,19 @@ class IterativeLLMDiagnoser(Diagnoser):
                     )
                 except ValueError:
                     verdicts[unit.step_id] = (None, None, "unreadable reply")
+            fence = Fence()
             listing = "\n".join(
-                f"- step {u.step_id} (node {u.node}, hop {u.hop}, role {u.role}): output carries="
-                f"{verdicts[u.step_id][0]}, input carries={verdicts[u.step_id][1]}; {verdicts[u.step_id][2]}"
+                f"- step {fence.inline(u.step_id, 80)} (node {fence.inline(u.node, 80)}, hop {u.hop}, "
+                f"role {u.role}): output carries={verdicts[u.step_id][0]}, input carries="
+                f"{verdicts[u.step_id][1]}; {fence.inline(verdicts[u.step_id][2], 200)}"
                 for u in reversed(units)
             )
-            final = call(model, FINAL_SYSTEM, f"Delta: {delta}\n\nSteps, last first:\n{listing}", cost)
+            final = call(
+                model,
+                fence.system(FINAL_SYSTEM),
+                fence.block("steps", f"Delta: {fence.inline(delta, 600)}\n\nSteps, last first:\n{listing}"),
+                cost,
+            )
         except BudgetExceeded as exc:  # pragma: no cover - guarded by the upfront check
             return Diagnosis(method=self.name, ran=False, reason=str(exc), cost=cost)
         scores = {u.step_id: (1.0 if verdicts[u.step_id][0] else 0.0) * 0.5 for u in units}
@@ -173,7 +194,7 @@ class IterativeLLMDiagnoser(Diagnoser):
         chosen: NodeUnit | None = None
         why = ""
         try:
-            data = parse_object(final)
+            data = parse_object(final, FINAL_VERDICT)
             by_id = {u.step_id: u for u in units}
             step = str(data.get("step", "")).strip()
             chosen = by_id.get(step)

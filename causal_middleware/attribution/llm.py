@@ -1,26 +1,26 @@
 """Calling the judge / tracer chat model and reading its JSON back, robustly.
 
 :func:`call` makes one chat call and books it (one LLM call; tokens from the reply's
-``usage_metadata``, else estimated as whitespace words of prompt and reply). :func:`parse_object`
-finds a JSON object in a reply: fenced or bare, with single quotes, Python literals
-(``True``/``None``) or trailing commas tolerated, and as a last resort ``key: value`` lines.
+``usage_metadata``, else estimated as whitespace words of prompt and reply); both messages are
+redacted first (:func:`~causal_middleware.prompts.redact_prompt`). :func:`parse_object` reads the
+verdict by the one reply rule (:mod:`causal_middleware.prompts.reply`): the LAST top-level JSON
+object of the reply that has the expected shape, fenced or bare, with single quotes, Python
+literals (``True``/``None``) or trailing commas tolerated; as a last resort, for a reply with no
+``{`` at all, ``key: value`` lines.
 """
 
 from __future__ import annotations
 
-import ast
-import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from causal_middleware.attribution.base import DiagnosisCost
 from causal_middleware.faults.model import Stage
+from causal_middleware.prompts import has_keys, last_json, outgoing_messages
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
-_TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _KEY_VALUE = re.compile(r"^\s*[\"']?([A-Za-z_][\w ]*?)[\"']?\s*[:=]\s*(.+?)\s*,?\s*$", re.MULTILINE)
 _INT = re.compile(r"-?\d+")
 STAGES: tuple[Stage, ...] = ("retrieval", "tool", "answer", "none")
@@ -53,8 +53,7 @@ def call(
     """One chat call; books it in ``cost``; returns the reply text."""
     if max_calls is not None and cost.llm_calls >= max_calls:
         raise BudgetExceeded(f"LLM call budget {max_calls} reached")
-    messages: list[BaseMessage] = [SystemMessage(content=system), HumanMessage(content=user)]
-    reply = model.invoke(messages)
+    reply = model.invoke(outgoing_messages(system, user))
     content: Any = reply.content
     if isinstance(content, list):
         content = "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
@@ -68,71 +67,34 @@ def call(
     return text
 
 
-def _loads(chunk: str) -> Any:
+# The verdict shapes the attribution prompts ask for (see :func:`parse_object`).
+_SCALAR = (str, int, float, bool, type(None))
+VERDICT = has_keys("hop", "stage", types={"hop": _SCALAR, "stage": _SCALAR})
+DELTA = has_keys("delta", "wrong", "missing")
+NODE_VERDICT = has_keys("output_carries", "input_carries")
+FINAL_VERDICT = has_keys("step", "hop", "stage", types={"step": _SCALAR, "hop": _SCALAR, "stage": _SCALAR})
+
+
+def parse_object(text: str, accept: Callable[[Any], bool] | None = None) -> dict[str, Any]:
+    """The verdict of a model reply: its LAST top-level JSON object for which ``accept`` holds
+    (any object when None); see the module docstring. ValueError when none."""
+    predicate = accept or (lambda value: isinstance(value, dict))
     try:
-        return json.loads(chunk)
-    except json.JSONDecodeError:
+        value = last_json(text, predicate, objects_only=True, lenient=True)
+    except ValueError:
         pass
-    fixed = _TRAILING_COMMA.sub(r"\1", chunk)
-    try:
-        return json.loads(fixed)
-    except json.JSONDecodeError:
-        pass
-    try:
-        return ast.literal_eval(fixed)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
-
-
-def _balanced_objects(text: str) -> list[str]:
-    """Substrings of ``text`` that are brace-balanced ``{...}`` spans (outermost first)."""
-    spans: list[str] = []
-    depth = 0
-    start = -1
-    quote: str | None = None
-    escaped = False
-    for i, ch in enumerate(text):
-        if quote is not None:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = None
-            continue
-        if ch in "\"'" and depth > 0:
-            quote = ch
-        elif ch == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "}" and depth > 0:
-            depth -= 1
-            if depth == 0:
-                spans.append(text[start : i + 1])
-    return spans
-
-
-def parse_object(text: str) -> dict[str, Any]:
-    """The first JSON object in a model reply (see the module docstring). ValueError when none."""
-    chunks = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    for chunk in chunks:
-        chunk = chunk.strip()
-        value = _loads(chunk)
-        if isinstance(value, dict):
-            return value
-        for candidate in _balanced_objects(chunk):
-            value = _loads(candidate)
-            if isinstance(value, dict):
-                return value
-    pairs = {
-        m.group(1).strip().lower().replace(" ", "_"): m.group(2).strip().strip("\"'")
-        for m in _KEY_VALUE.finditer(text)
-    }
-    if pairs:
-        return pairs
+    else:
+        return dict(value)
+    if "{" not in text:
+        pairs = {
+            m.group(1).strip().lower().replace(" ", "_"): m.group(2).strip().strip("\"'")
+            for m in _KEY_VALUE.finditer(text)
+        }
+        if pairs and predicate(pairs):
+            return pairs
     snippet = " ".join(text.split())[:200]
-    raise ValueError(f"no JSON object in model reply: {snippet!r}")
+    wanted = "no JSON object" if accept is None else "no JSON object of the expected shape"
+    raise ValueError(f"{wanted} in model reply: {snippet!r}")
 
 
 def as_stage(value: Any) -> Stage | None:

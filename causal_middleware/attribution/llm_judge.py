@@ -22,6 +22,7 @@ from causal_middleware.attribution.base import (
 from causal_middleware.attribution.hops import hop_views, render_hops
 from causal_middleware.attribution.llm import BudgetExceeded, call
 from causal_middleware.attribution.verdict import verdict_from_reply
+from causal_middleware.prompts import Fence
 from causal_middleware.spans.model import Trajectory
 
 JUDGE_SYSTEM = (
@@ -56,13 +57,14 @@ class LLMJudgeDiagnoser(Diagnoser):
         model = self.model or context.chat_model
         assert model is not None
         views = hop_views(trajectory)
-        user = render_hops(trajectory, views)
+        fence = Fence()
+        user = fence.block("run", render_hops(trajectory, views, fence=fence))
         if self.show_reference:
             expected, _ = context.expected_answer()  # type: ignore[misc]
-            user += f"\nExpected answer: {expected!r}"
+            user += f"\nExpected answer: {fence.inline(expected)}"
         cost = DiagnosisCost()
         try:
-            reply = call(model, JUDGE_SYSTEM, user, cost, max_calls=context.max_llm_calls)
+            reply = call(model, fence.system(JUDGE_SYSTEM), user, cost, max_calls=context.max_llm_calls)
         except BudgetExceeded as exc:
             return Diagnosis(method=self.name, ran=False, reason=str(exc), cost=cost)
         model_name = (

@@ -7,7 +7,7 @@ from typing import Any
 
 from causal_middleware.attribution.base import Diagnosis, DiagnosisCost
 from causal_middleware.attribution.hops import HopView, question_text
-from causal_middleware.attribution.llm import as_bool, as_hop, as_stage, as_unit, parse_object
+from causal_middleware.attribution.llm import VERDICT, as_bool, as_hop, as_stage, as_unit, parse_object
 from causal_middleware.attribution.provenance import impact
 from causal_middleware.spans.model import Trajectory
 
@@ -21,9 +21,11 @@ def verdict_from_reply(
     details: dict[str, Any],
 ) -> Diagnosis:
     """A diagnosis from a judge's JSON verdict (``hop``, ``stage``, ``propagation``, ``severity``,
-    ``root_cause``). An unusable reply gives a diagnosis with no hop and no stage, and says why."""
+    ``root_cause``): the reply's last top-level object with a ``hop`` or ``stage`` (the one reply
+    rule, :func:`~causal_middleware.attribution.llm.parse_object`). An unusable reply gives a
+    diagnosis with no hop and no stage, and says why."""
     try:
-        data = parse_object(reply)
+        data = parse_object(reply, VERDICT)
     except ValueError as exc:
         return Diagnosis(
             method=method,

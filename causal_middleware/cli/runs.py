@@ -13,9 +13,12 @@ from rich.console import Console
 from rich.table import Table
 
 from causal_middleware.cli._common import add_json_arg, add_store_arg, print_json
+from causal_middleware.spans.content import redact_record
 from causal_middleware.spans.model import Hop, Outcome, ToolStep, Trajectory
+from causal_middleware.spans.record import SpanRecord
 from causal_middleware.store._common import normalize_outcome
 from causal_middleware.store.base import RunSummary
+from causal_middleware.store.otlp_json import export_otlp_json
 from causal_middleware.store.sqlite import SqliteSpanStore
 
 # Keys whose string value a node's output uses for what the hop found (the reference agent's
@@ -86,8 +89,20 @@ def register(subparsers: Any) -> None:
     add_store_arg(p)
     p.set_defaults(func=_annotate)
 
-    p = sub.add_parser("export", help="write runs to an OTLP/JSON file")
+    p = sub.add_parser(
+        "export",
+        help="write runs to an OTLP/JSON file (secrets redacted unless --no-redact)",
+        description="Write runs to an OTLP/JSON file. Every string attribute, event attribute and "
+        "status message passes the exporter's redactor first (API keys, tokens, AWS keys, "
+        "passwords, PEM private keys, e-mail addresses), as spans sent to an OTLP endpoint do; "
+        "--no-redact writes the store's spans as they are.",
+    )
     p.add_argument("--out", required=True, metavar="FILE", help="OTLP/JSON file to write")
+    p.add_argument(
+        "--no-redact",
+        action="store_true",
+        help="write spans unredacted (the store's full content, secrets included)",
+    )
     p.add_argument("run_ids", nargs="*", metavar="RUN_ID", help="runs to export (default: all)")
     add_json_arg(p)
     add_store_arg(p)
@@ -414,9 +429,27 @@ def _annotate(args: argparse.Namespace) -> int:
 
 
 # --- export / import -------------------------------------------------------------------------
+class _RedactingView:
+    """A span store as ``export_otlp_json`` reads it, with every span redacted
+    (:func:`~causal_middleware.spans.content.redact_record`); everything else is the store's."""
+
+    def __init__(self, store: SqliteSpanStore) -> None:
+        self._store = store
+
+    def get_spans(self, run_id: str) -> list[SpanRecord]:
+        return [redact_record(span) for span in self._store.get_spans(run_id)]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
 def _export(args: argparse.Namespace) -> int:
     with _open(args.store) as store:
-        run_ids = store.export_otlp_json(args.out, args.run_ids or None)
+        if args.no_redact:
+            run_ids = store.export_otlp_json(args.out, args.run_ids or None)
+        else:
+            view: Any = _RedactingView(store)
+            run_ids = export_otlp_json(view, args.out, args.run_ids or None)
     if args.json:
         print_json({"path": str(args.out), "run_ids": run_ids})
     else:

@@ -4,6 +4,13 @@ Before changing anything the target is checked against the text the recommendati
 from (an UPDATE or DELETE of a file that changed since is refused; so is a CREATE over an
 existing file). The backup goes to ``DIR/.causal-backup/<UTC timestamp>/``: the file as it was
 plus ``manifest.json``; :func:`restore_backup` puts it back.
+
+Only context files are written (:func:`~causal_middleware.context.workspace.check_context_target`:
+``system_prompt.md`` or a text file under ``tools/``, ``skills/``, ``kb/``; never a dot-directory
+such as ``.git`` or the backup folder). Symlinks are resolved before the containment check: a
+target whose real path leaves the workspace, or lands in a dot-directory or outside the context
+folders, is refused; so is a backup folder that is a symlink, and an existing backup is never
+overwritten.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from causal_middleware.context.recommendation import Operation, Recommendation
-from causal_middleware.context.workspace import BACKUP_DIR, check_path
+from causal_middleware.context.workspace import BACKUP_DIR, check_context_target
 
 MANIFEST = "manifest.json"
 
@@ -53,15 +60,15 @@ def apply_recommendation(
         return result
     if not rec.target_path:
         raise ValueError(f"recommendation {rec.id} ({rec.operation}) has no target path")
-    rel = check_path(rec.target_path)
-    target = root / rel
+    rel = check_context_target(rec.target_path)
+    target = contained_target(root, rel)
     _check_preconditions(rec, target)
     if not confirm:
         result.message = "dry run: nothing changed; pass --confirm (confirm=True) to apply"
         return result
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    backup = root / BACKUP_DIR / stamp
-    backup.mkdir(parents=True, exist_ok=False)
+    backup = _backup_root(root) / stamp
+    backup.mkdir(parents=True, exist_ok=False)  # never into (or over) an existing backup
     existed = target.exists()
     if existed:
         saved = backup / rel
@@ -85,6 +92,38 @@ def apply_recommendation(
     result.backup_dir = str(backup)
     result.message = f"{rec.operation.value} {rel}; backup in {backup}"
     return result
+
+
+def contained_target(root: Path, rel: str) -> Path:
+    """The real path of ``root/rel`` (symlinks resolved), checked to stay inside the real
+    workspace and to be a context file there too; ValueError otherwise."""
+    real_root = root.resolve(strict=True)
+    target = (real_root / rel).resolve(strict=False)
+    if not target.is_relative_to(real_root) or target == real_root:
+        raise ValueError(
+            f"workspace path {rel!r} resolves to {str(target)!r}, outside the workspace {str(real_root)!r} "
+            "(through a symlink); refusing to write it"
+        )
+    real_rel = target.relative_to(real_root).as_posix()
+    if real_rel != rel:
+        try:
+            check_context_target(real_rel)
+        except ValueError as exc:
+            raise ValueError(
+                f"workspace path {rel!r} resolves (through a symlink) to {real_rel!r}: {exc}"
+            ) from exc
+    return target
+
+
+def _backup_root(root: Path) -> Path:
+    """``root/.causal-backup`` as a real folder inside the workspace (not a symlink)."""
+    real_root = root.resolve(strict=True)
+    folder = real_root / BACKUP_DIR
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise ValueError(
+            f"{str(folder)!r} is not a plain folder (a symlink or a file); refusing to back up into it"
+        )
+    return folder
 
 
 def _check_preconditions(rec: Recommendation, target: Path) -> None:
@@ -113,8 +152,8 @@ def restore_backup(workspace_dir: str | Path, backup_dir: str | Path) -> str:
     if not manifest_path.is_file():
         raise FileNotFoundError(f"{str(backup)!r} is not a backup folder (no {MANIFEST})")
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    rel = check_path(manifest["target_path"])
-    target = root / rel
+    rel = check_context_target(manifest["target_path"])
+    target = contained_target(root, rel)
     if manifest["existed_before"]:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes((backup / rel).read_bytes())

@@ -8,8 +8,15 @@ from __future__ import annotations
 from langchain_core.language_models import BaseChatModel
 
 from causal_middleware.context.conversation import Conversation
-from causal_middleware.context.llm import NOT_CONFIGURED, LLMResponseError, ask_json, require
+from causal_middleware.context.llm import (
+    NOT_CONFIGURED,
+    LLMResponseError,
+    ask_json,
+    fenced_transcript,
+    require,
+)
 from causal_middleware.context.signals import Detection, Signal, SignalType
+from causal_middleware.prompts import Fence
 
 SYSTEM = (
     "You review customer-support sessions of an AI agent and find evidence that the user was not "
@@ -35,14 +42,17 @@ def detect_llm(conversation: Conversation, model: BaseChatModel | None) -> Detec
         return Detection(
             session_id=conversation.session_id, mode="llm", status="not_run", reason=NOT_CONFIGURED
         )
+    fence = Fence()
     data = ask_json(
         model,
         SYSTEM,
         PROMPT.format(
             types=", ".join(t.value for t in SignalType),
-            session_id=conversation.session_id,
-            transcript=conversation.transcript(),
+            session_id=fence.inline(conversation.session_id, 120),
+            transcript=fenced_transcript(conversation, fence),
         ),
+        keys=("signals",),
+        fence=fence,
     )
     raw = require(data, "signals", list, "detector")
     node_turns = {n.id: n.turn for n in conversation.nodes}

@@ -1,13 +1,21 @@
-"""Asking any LangChain chat model for a JSON answer, and reading it back strictly."""
+"""Asking any LangChain chat model for a JSON answer, and reading it back strictly.
+
+Prompts carry the session as fenced data (:func:`fenced_transcript`, a
+:class:`~causal_middleware.prompts.Fence` per prompt) and are redacted before they leave the process;
+the answer is read by the one reply rule (:mod:`causal_middleware.prompts.reply`): the LAST
+top-level JSON object of the reply, preferring the last one that holds an expected key.
+"""
 
 from __future__ import annotations
 
-import json
-import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage, SystemMessage
+
+from causal_middleware.prompts import Fence, has_keys, last_json, outgoing_messages
+
+if TYPE_CHECKING:
+    from causal_middleware.context.conversation import Conversation
 
 NOT_CONFIGURED = "no chat model configured: pass a LangChain chat model to use the LLM form"
 
@@ -16,34 +24,48 @@ class LLMResponseError(ValueError):
     """The model's answer was not the JSON the prompt asked for."""
 
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
-
-
-def parse_json_object(text: str) -> dict[str, Any]:
-    """The JSON object in a model answer (bare, fenced, or surrounded by prose)."""
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    for cand in candidates:
-        cand = cand.strip()
-        start, end = cand.find("{"), cand.rfind("}")
-        if start == -1 or end <= start:
-            continue
+def parse_json_object(text: str, keys: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The answer's JSON object (bare, fenced, or surrounded by prose): the LAST top-level object
+    holding one of ``keys``, else the last top-level object (so :func:`require` can name the
+    missing key). LLMResponseError when there is none."""
+    for accept in ((has_keys(*keys),) if keys else ()) + (lambda value: isinstance(value, dict),):
         try:
-            data = json.loads(cand[start : end + 1])
-        except json.JSONDecodeError:
+            return dict(last_json(text, accept, objects_only=True))
+        except ValueError:
             continue
-        if isinstance(data, dict):
-            return data
     excerpt = text.strip().replace("\n", " ")[:200]
     raise LLMResponseError(f"expected a JSON object in the model's answer, got: {excerpt!r}")
 
 
-def ask_json(model: BaseChatModel, system: str, prompt: str) -> dict[str, Any]:
-    """One model call; the answer must contain a JSON object."""
-    reply = model.invoke([SystemMessage(content=system), HumanMessage(content=prompt)])
+def ask_json(
+    model: BaseChatModel, system: str, prompt: str, *, keys: tuple[str, ...] = (), fence: Fence | None = None
+) -> dict[str, Any]:
+    """One model call (``system`` gets the untrusted-data rule of ``fence``; both messages are
+    redacted); the answer must contain a JSON object, preferably one with one of ``keys``."""
+    if fence is not None:
+        system = fence.system(system)
+    reply = model.invoke(outgoing_messages(system, prompt))
     content = reply.content
     if isinstance(content, list):
         content = "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
-    return parse_json_object(str(content))
+    return parse_json_object(str(content), keys)
+
+
+def fenced_transcript(conversation: Conversation, fence: Fence, limit: int = 400) -> str:
+    """The session, one line per node, as the fence's data block: node ids, sources and texts are
+    quoted one-line values, so no recorded text can forge a node line or an instruction."""
+    from causal_middleware.context.conversation import NodeType
+
+    lines = []
+    for n in conversation.nodes:
+        text = n.content
+        if n.output and n.type not in (NodeType.USER, NodeType.AGENT):
+            text = f"{text} -> {n.output}"
+        src = f" source {fence.inline(n.source, 200)}" if n.source else ""
+        lines.append(
+            f"{fence.inline(n.id, 80)} (turn {n.turn}, {n.type.value}{src}): {fence.inline(text, limit)}"
+        )
+    return fence.block("session", "\n".join(lines))
 
 
 def require(data: dict[str, Any], key: str, kind: type | tuple[type, ...], what: str) -> Any:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -10,10 +9,17 @@ from langchain_core.language_models import BaseChatModel
 from causal_middleware.context.conversation import Conversation
 from causal_middleware.context.delta import Delta
 from causal_middleware.context.failure import FailurePoint, locate_failure
-from causal_middleware.context.llm import NOT_CONFIGURED, LLMResponseError, ask_json, require
+from causal_middleware.context.llm import (
+    NOT_CONFIGURED,
+    LLMResponseError,
+    ask_json,
+    fenced_transcript,
+    require,
+)
 from causal_middleware.context.root_cause import Attribution, Diagnosis, FaultCategory, Method
 from causal_middleware.context.signals import Detection
 from causal_middleware.context.workspace import component_type
+from causal_middleware.prompts import Fence
 
 SYSTEM = (
     "You debug the context of an AI agent (system prompt, tool descriptions, skill files, knowledge "
@@ -39,12 +45,12 @@ DELTA = """Session {session_id}:
 
 The user signals a problem at node {anchor}. Answer as {{"expected": "...", "got": "..." or null}}."""
 
-NODE = """The agent produced {got!r} where {expected!r} was expected (session {session_id}).
-Node {node_id} ({node_type}{source}): {text}
+NODE = """The agent produced {got} where {expected} was expected (session {session_id}).
+{node}
 
 Is this node where the faulty content entered? Answer as {{"score": <0..1>, "reason": "..."}}."""
 
-FINAL = """Per-node scores for session {session_id} (expected {expected!r}, got {got!r}):
+FINAL = """Per-node scores for session {session_id} (expected {expected}, got {got}):
 {scores}
 Nodes:
 {transcript}
@@ -83,15 +89,18 @@ def diagnose_llm(
 
 
 def _holistic(conversation: Conversation, fp: FailurePoint, model: BaseChatModel) -> Diagnosis:
+    fence = Fence()
     data = ask_json(
         model,
         SYSTEM,
         HOLISTIC.format(
-            session_id=conversation.session_id,
-            anchor=fp.anchor.id,
-            transcript=conversation.transcript(),
+            session_id=fence.inline(conversation.session_id, 120),
+            anchor=fence.inline(fp.anchor.id, 80),
+            transcript=fenced_transcript(conversation, fence),
             categories=CATEGORIES,
         ),
+        keys=("root_node_id", "attributions"),
+        fence=fence,
     )
     delta = _delta(data, fp)
     root = _node_id(conversation, require(data, "root_node_id", str, "root cause"), "root_node_id")
@@ -103,42 +112,56 @@ def _holistic(conversation: Conversation, fp: FailurePoint, model: BaseChatModel
 
 
 def _iterative(conversation: Conversation, fp: FailurePoint, model: BaseChatModel) -> Diagnosis:
-    transcript = conversation.transcript()
+    fence = Fence()
     data = ask_json(
         model,
         SYSTEM,
-        DELTA.format(session_id=conversation.session_id, transcript=transcript, anchor=fp.anchor.id),
+        DELTA.format(
+            session_id=fence.inline(conversation.session_id, 120),
+            transcript=fenced_transcript(conversation, fence),
+            anchor=fence.inline(fp.anchor.id, 80),
+        ),
+        keys=("expected", "got"),
+        fence=fence,
     )
     delta = _delta(data, fp)
     scores: dict[str, float] = {}
     for node in conversation.nodes:
+        fence = Fence()
         answer = ask_json(
             model,
             SYSTEM,
             NODE.format(
-                got=delta.got,
-                expected=delta.expected,
-                session_id=conversation.session_id,
-                node_id=node.id,
-                node_type=node.type.value,
-                source=f", {node.source}" if node.source else "",
-                text=node.text[:1500],
+                got=fence.inline(delta.got, 300),
+                expected=fence.inline(delta.expected, 300),
+                session_id=fence.inline(conversation.session_id, 120),
+                node=fence.block(
+                    "node",
+                    f"Node {fence.inline(node.id, 80)} ({node.type.value}"
+                    + (f", source {fence.inline(node.source, 200)}" if node.source else "")
+                    + f"): {fence.inline(node.text[:1500])}",
+                ),
             ),
+            keys=("score",),
+            fence=fence,
         )
         scores[node.id] = _number(
             require(answer, "score", (int, float), f"node {node.id}"), f"node {node.id} score"
         )
+    fence = Fence()
     final = ask_json(
         model,
         SYSTEM,
         FINAL.format(
-            session_id=conversation.session_id,
-            expected=delta.expected,
-            got=delta.got,
-            scores=json.dumps(scores),
-            transcript=transcript,
+            session_id=fence.inline(conversation.session_id, 120),
+            expected=fence.inline(delta.expected, 300),
+            got=fence.inline(delta.got, 300),
+            scores=fence.block("scores", fence.as_json(scores)),
+            transcript=fenced_transcript(conversation, fence),
             categories=CATEGORIES,
         ),
+        keys=("root_node_id",),
+        fence=fence,
     )
     root = _node_id(conversation, require(final, "root_node_id", str, "final pick"), "root_node_id")
     return _result(

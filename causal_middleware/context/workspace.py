@@ -116,17 +116,44 @@ def check_path(path: str) -> str:
         raise ValueError(f"workspace path must be a non-empty string, got {path!r}")
     if (
         _CLEAN.match(path)
-        and "/../" not in f"/{path}/"
+        and not path.startswith(".")
+        and "/." not in path
         and "//" not in path
-        and not path.startswith(BACKUP_DIR)
+        and not path.endswith("/")
     ):
-        return path
+        return path  # no "." or ".." part, no dot part at all (so not the backup folder)
     p = PurePosixPath(path.replace("\\", "/"))
     if p.is_absolute() or ".." in p.parts:
         raise ValueError(f"workspace path {path!r} must be relative and stay inside the workspace")
-    if p.parts and p.parts[0] == BACKUP_DIR:
+    if BACKUP_DIR in p.parts:
         raise ValueError(f"workspace path {path!r} points into the backup folder")
+    if not p.parts:
+        raise ValueError(f"workspace path {path!r} names no file")
     return p.as_posix()
+
+
+CONTEXT_DIRS = (TOOLS_DIR, SKILLS_DIR, KB_DIR)
+
+
+def check_context_target(path: str) -> str:
+    """A path :mod:`~causal_middleware.context.apply` may write: a clean relative path
+    (:func:`check_path`) to a context file of the layout (``system_prompt.md``, or a text file
+    under ``tools/``, ``skills/`` or ``kb/``), with no dot part (``.git``, the backup folder,
+    ``.env``). ValueError naming the problem otherwise."""
+    rel = check_path(path)
+    parts = PurePosixPath(rel).parts
+    if any(part.startswith(".") for part in parts):
+        raise ValueError(
+            f"workspace path {path!r} is in a dot-directory or is a dot-file; refusing to write it"
+        )
+    if rel != SYSTEM_PROMPT_PATH and (len(parts) < 2 or parts[0] not in CONTEXT_DIRS):
+        raise ValueError(
+            f"workspace path {path!r} is not a context file: only {SYSTEM_PROMPT_PATH} and files under "
+            f"{', '.join(d + '/' for d in CONTEXT_DIRS)} may be written"
+        )
+    if PurePosixPath(rel).suffix not in TEXT_SUFFIXES:
+        raise ValueError(f"workspace path {path!r} is not a text context file ({', '.join(TEXT_SUFFIXES)})")
+    return rel
 
 
 _CLEAN = re.compile(r"^[\w.-][\w./ -]*$")

@@ -25,7 +25,9 @@ from causal_middleware.spans.content import default_redactor
 
 # Control and invisible characters (C0 but tab/newline, DEL, C1, zero-width, bidi overrides, line
 # and paragraph separators, BOM): removed from blocks, collapsed to a space in one-line fields.
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]"
+)
 _SPACE = re.compile(r"\s+")
 _FENCE_LIKE = re.compile(r"<(\s*/?\s*)(data)", re.IGNORECASE)
 _LABEL = re.compile(r"[^A-Za-z0-9_ .-]")
@@ -79,8 +81,9 @@ class Fence:
         return f"{base}\n\n{self.rule}"
 
     def block(self, label: str, text: str) -> str:
-        """``text`` as one data block, opened and closed with this fence's nonce."""
-        body = clean_block(text).replace(self.nonce, "")
+        """``text`` as one data block, opened and closed with this fence's nonce. Every method
+        redacts its value before cutting it, so a cut never leaves half a secret unmatched."""
+        body = clean_block(redact_prompt(text)).replace(self.nonce, "")
         name = _LABEL.sub("", label)[:40] or "data"
         return f'<data-{self.nonce} label="{name}">\n{body}\n</data-{self.nonce}>'
 
@@ -88,8 +91,18 @@ class Fence:
         """``value`` as a one-line JSON string (quotes and backslashes escaped)."""
         if value is None:
             return "null"
-        text = clean_line(value, limit).replace(self.nonce, "")
-        return json.dumps(text, ensure_ascii=False)
+        text = clean_line(redact_prompt(value if isinstance(value, str) else str(value)), limit)
+        return json.dumps(text.replace(self.nonce, ""), ensure_ascii=False)
+
+    def as_json(self, value: object, limit: int | None = None) -> str:
+        """``value`` as one line of JSON (a recorded output, a proposal): line breaks and control
+        characters are escaped as JSON escapes, fences neutralised; cut to ``limit`` characters."""
+        text = redact_prompt(json.dumps(value, ensure_ascii=False, default=str))
+        text = _CONTROL.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+        text = escape_fences(text).replace(self.nonce, "")
+        if limit is not None and len(text) > limit:
+            text = text[: max(limit - 1, 0)] + "\u2026"
+        return text
 
 
 def redact_prompt(text: str) -> str:

@@ -2,24 +2,25 @@
 
 The chat model can be any LangChain one: the scripted fakes of the tests, the offline model, or
 ``AnthropicChatModel`` (Claude over the Messages API), whose replies carry usage and a stop reason.
+Every prompt is redacted before the call (:func:`~causal_middleware.prompts.redact_prompt`);
+replies are read by the one reply rule (:mod:`causal_middleware.prompts.reply`): the LAST
+top-level JSON value of the expected shape.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from typing import Annotated, Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
+from causal_middleware.prompts import Fence, last_json, outgoing_messages
 from causal_middleware.repair.models import RepairCost
 from causal_middleware.repair.render import shorten, to_jsonable
 from causal_middleware.spans.model import LLMStep, NodeStep, Trajectory
-
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
 def with_temperature(model: BaseChatModel, temperature: float | None) -> BaseChatModel:
@@ -60,10 +61,9 @@ def invoke_model(model: BaseChatModel, system: str, user: str, cost: RepairCost)
     tool-use blocks among them, gives the same text as one that returns a string). Token usage is
     read from ``usage_metadata`` and, for models that report it only there, ``response_metadata``
     (``usage`` or ``token_usage``, Anthropic's or OpenAI's key names). A call that raises adds
-    nothing to ``cost``; the exception propagates.
+    nothing to ``cost``; the exception propagates. Both messages are redacted before the call.
     """
-    messages: list[BaseMessage] = [SystemMessage(content=system), HumanMessage(content=user)]
-    reply = model.invoke(messages)
+    reply = model.invoke(outgoing_messages(system, user))
     input_tokens, output_tokens = _usage(reply)
     cost.add_llm(1, input_tokens, output_tokens)
     metadata = getattr(reply, "response_metadata", None) or {}
@@ -96,59 +96,57 @@ def describe_error(exc: BaseException) -> str:
 
 
 def parse_json(text: str, *, accept: Callable[[Any], bool] | None = None) -> Any:
-    """The first JSON value in a model reply (fenced or bare) for which ``accept`` holds (any value
-    when ``accept`` is None). ValueError when there is none.
+    """The LAST top-level JSON value in a model reply (fenced or bare) for which ``accept`` holds
+    (any value when ``accept`` is None). ValueError when there is none.
 
-    Prose around the JSON is skipped, and so is a bracketed aside in it (``"see [1]"``) that
-    ``accept`` rejects.
+    Prose around the JSON is skipped, and so is a bracketed aside (``"see [1]"``) or a quoted
+    value (an injected verdict echoed from the trace) before the answer: the prompts ask for the
+    JSON at the end of the reply.
     """
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    decoder = json.JSONDecoder()
-    for chunk in candidates:
-        chunk = chunk.strip()
-        try:
-            value = json.loads(chunk)
-        except json.JSONDecodeError:
-            pass
-        else:
-            if accept is None or accept(value):
-                return value
-        for i, ch in enumerate(chunk):
-            if ch not in "[{":
-                continue
-            try:
-                value = decoder.raw_decode(chunk, i)[0]
-            except json.JSONDecodeError:
-                continue
-            if accept is None or accept(value):
-                return value
+    try:
+        return last_json(text, accept)
+    except ValueError:
+        pass
     wanted = "no JSON value" if accept is None else "no JSON value of the expected shape"
     raise ValueError(f"{wanted} in model reply: {shorten(text, 200)!r}")
 
 
 def json_list_prefix(text: str, *, accept: Callable[[Any], bool] | None = None) -> list[Any]:
-    """The complete items of the first JSON list in ``text``, closed or left unclosed by a cut-off
-    reply (``[{"a": 1}, {"b": 2}, {"c"`` gives the first two), that has an item for which
-    ``accept`` holds (any item when None); ``[]`` when there is none."""
+    """The complete items of the LAST top-level JSON list in ``text``, closed or left unclosed by a
+    cut-off reply (``[{"a": 1}, {"b": 2}, {"c"`` gives the first two), that has an item for which
+    ``accept`` holds (any item when None); ``[]`` when there is none. A closed list is read as a
+    whole (lists nested in it are not candidates); an unclosed one with an accepted item runs to
+    the end of the reply."""
     decoder = json.JSONDecoder()
+    best: list[Any] = []
     start = text.find("[")
     while start != -1:
         items: list[Any] = []
         i = start + 1
+        closed = False
         while True:
             while i < len(text) and text[i] in " \t\r\n,":
                 i += 1
-            if i >= len(text) or text[i] == "]":
+            if i >= len(text):
+                break
+            if text[i] == "]":
+                closed = True
                 break
             try:
                 item, i = decoder.raw_decode(text, i)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 break
             items.append(item)
-        if any(accept is None or accept(item) for item in items):
-            return items
-        start = text.find("[", start + 1)
-    return []
+        accepted = any(accept is None or accept(item) for item in items)
+        if accepted:
+            best = items
+        if closed:
+            start = text.find("[", i + 1)
+        elif accepted:
+            break  # a cut-off list: everything after its last complete item belongs to it
+        else:
+            start = text.find("[", start + 1)
+    return best
 
 
 def input_text(value: object) -> str:
@@ -166,23 +164,38 @@ def input_text(value: object) -> str:
     return json.dumps(to_jsonable(value), ensure_ascii=False)
 
 
-def render_trace(trajectory: Trajectory, *, upto: str | None = None, limit: int = 400) -> str:
+def render_trace(
+    trajectory: Trajectory, *, upto: str | None = None, limit: int = 400, fence: Fence | None = None
+) -> str:
     """A compact text rendering of a run's node steps (one line each) for prompts.
 
-    ``upto`` stops before that step id. LLM steps are summarised by their output.
+    ``upto`` stops before that step id. LLM steps are summarised by their output. With a
+    ``fence`` every recorded value (question, node and model names, outputs, answer) is one quoted
+    line (:meth:`~causal_middleware.prompts.Fence.inline`) and the rendering is the fence's data
+    block, so recorded content can neither forge a step line nor end the block.
     """
-    lines = [f"Question: {shorten(input_text(trajectory.input), limit)}"]
+
+    def value(text: object) -> str:
+        return fence.inline(text, limit) if fence is not None else shorten(str(text), limit)
+
+    def name(text: object) -> str:
+        return fence.inline(text, 80) if fence is not None else str(text)
+
+    lines = [f"Question: {value(input_text(trajectory.input))}"]
     for step in trajectory.steps:
         if step.step_id == upto:
             break
         if isinstance(step, NodeStep):
             where = f"hop {step.hop}" if step.hop is not None else "no hop"
-            output = json.dumps(to_jsonable(step.output), ensure_ascii=False)
-            lines.append(
-                f"[{step.node} | {where} | step {step.langgraph_step}] output: {shorten(output, limit)}"
-            )
+            if fence is not None:
+                output = fence.as_json(to_jsonable(step.output), limit)
+            else:
+                output = shorten(json.dumps(to_jsonable(step.output), ensure_ascii=False), limit)
+            lines.append(f"[{name(step.node)} | {where} | step {step.langgraph_step}] output: {output}")
         elif isinstance(step, LLMStep):
-            lines.append(f"  (llm {step.model}) {shorten(step.output, limit)}")
+            lines.append(f"  (llm {name(step.model)}) {value(step.output)}")
     if upto is None:
-        lines.append(f"Final answer: {trajectory.answer!r}")
-    return "\n".join(lines)
+        answer = fence.inline(trajectory.answer, limit) if fence is not None else repr(trajectory.answer)
+        lines.append(f"Final answer: {answer}")
+    text = "\n".join(lines)
+    return fence.block("run", text) if fence is not None else text

@@ -13,7 +13,6 @@ ranks by minimality and forks.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, runtime_checkable
 
@@ -37,6 +36,7 @@ from causal_middleware.interventions.values import (  # noqa: F401 - re-exported
     fact_candidates,
 )
 from causal_middleware.interventions.values import similarity as _similarity
+from causal_middleware.prompts import Fence
 from causal_middleware.repair.llm import (
     describe_error,
     input_text,
@@ -462,6 +462,27 @@ _PROPOSER_SYSTEM = (
 )
 
 
+def _proposer_prompt(
+    trajectory: Trajectory, step: NodeStep, original: dict[str, Any], k: int, feedback: str, limit: int
+) -> tuple[str, str]:
+    """``(user, system)`` of a proposer call: the trace, the step's output, the answer and the
+    feedback are fenced data (:class:`~causal_middleware.prompts.Fence`)."""
+    fence = Fence()
+    trace = render_trace(trajectory, upto=step.step_id, limit=limit, fence=fence)
+    case = fence.block(
+        "step",
+        f"Step: node {fence.inline(step.node, 80)}, hop {step.hop}, langgraph step {step.langgraph_step}\n"
+        f"Its output: {fence.as_json(original)}\n"
+        f"Run's final answer: {fence.inline(trajectory.answer, 600)}\n"
+        f"Failure feedback: {fence.inline(feedback or 'the run failed', 600)}",
+    )
+    user = (
+        f"Trace before the step:\n{trace}\n\n{case}\n\n"
+        f"Give {k} different alternative outputs for this step, as the JSON list."
+    )
+    return user, fence.system(_PROPOSER_SYSTEM)
+
+
 def _proposal_shaped(value: Any) -> bool:
     """A reply value that can hold proposals: an object, or a list (empty, or holding an object)."""
     if isinstance(value, dict):
@@ -494,16 +515,9 @@ class LLMProposer:
         original = to_jsonable(state_update(step.output))
         if not isinstance(original, dict):
             original = {"output": original}
-        user = (
-            f"Trace before the step:\n{render_trace(trajectory, upto=step.step_id, limit=self.trace_limit)}\n\n"
-            f"Step: node {step.node!r}, hop {step.hop}, langgraph step {step.langgraph_step}\n"
-            f"Its output: {json.dumps(original, ensure_ascii=False)}\n"
-            f"Run's final answer: {trajectory.answer!r}\n"
-            f"Failure feedback: {feedback or 'the run failed'}\n\n"
-            f"Give {k} different alternative outputs for this step."
-        )
+        user, system = _proposer_prompt(trajectory, step, original, k, feedback, self.trace_limit)
         try:
-            reply = invoke_model(self.model, _PROPOSER_SYSTEM, user, cost)
+            reply = invoke_model(self.model, system, user, cost)
         except Exception as exc:  # an outage or a malformed response costs the proposals, not the repair
             return ProposalBatch(
                 baseline=original, cost=cost, note=f"model call failed: {describe_error(exc)}"

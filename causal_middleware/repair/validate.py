@@ -13,11 +13,11 @@ role's model call raises (an API error that outlived the client's retries), with
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from causal_middleware.prompts import Fence
 from causal_middleware.repair.crs import fork_with, judge_fork
 from causal_middleware.repair.llm import call_model, describe_error, parse_json, render_trace
 from causal_middleware.repair.models import (
@@ -28,7 +28,7 @@ from causal_middleware.repair.models import (
     RepairCost,
     RoleJudgement,
 )
-from causal_middleware.repair.render import canonical_json, shorten, to_jsonable
+from causal_middleware.repair.render import canonical_json, to_jsonable
 from causal_middleware.repair.verifiers import Verifier
 from causal_middleware.replay.protocol import ForkBackend
 from causal_middleware.spans.model import NodeStep, Trajectory
@@ -198,18 +198,21 @@ class LLMValidator:
         proposal = probe.proposal
         step = next((s for s in parent.steps if s.step_id == proposal.step_id), None)
         original = to_jsonable(step.output) if isinstance(step, NodeStep) else None
-        case = (
-            f"{render_trace(parent)}\n\n"
-            f"Blamed step: node {proposal.node!r}, hop {proposal.hop}, langgraph step {proposal.langgraph_step}\n"
-            f"Its original output: {shorten(json.dumps(original, ensure_ascii=False), 600)}\n"
-            f"Repaired output: {shorten(json.dumps(proposal.values, ensure_ascii=False), 600)}\n"
-            f"Answer after the repair: {probe.answer!r} ({probe.feedback})"
+        fence = Fence()
+        case = f"{render_trace(parent, fence=fence)}\n\n" + fence.block(
+            "repair",
+            f"Blamed step: node {fence.inline(proposal.node, 80)}, hop {proposal.hop}, "
+            f"langgraph step {proposal.langgraph_step}\n"
+            f"Its original output: {fence.as_json(original, 600)}\n"
+            f"Repaired output: {fence.as_json(proposal.values, 600)}\n"
+            f"Answer after the repair: {fence.inline(probe.answer, 600)} "
+            f"({fence.inline(probe.feedback, 300)})",
         )
         judgements: list[RoleJudgement] = []
         transcript = case
         for role in ("proposer", "critic", "meta_critic"):
             try:
-                reply = call_model(self.models[role], _ROLE_SYSTEM[role], transcript, cost)
+                reply = call_model(self.models[role], fence.system(_ROLE_SYSTEM[role]), transcript, cost)
             except Exception as exc:  # an outage is no verdict, and must not crash the repair
                 return LLMValidation(
                     ran=False,
@@ -220,7 +223,10 @@ class LLMValidator:
                 )
             judgement = _judgement(role, reply)
             judgements.append(judgement)
-            transcript += f"\n\n{role} says: agree={judgement.agree}, confidence={judgement.confidence}, {judgement.reason}"
+            transcript += (
+                f"\n\n{role} says: agree={judgement.agree}, confidence={judgement.confidence}, "
+                f"{fence.inline(judgement.reason, 600)}"
+            )
         meta = judgements[-1]
         conf = meta.confidence or 0.0
         consensus = conf if meta.agree else 1.0 - conf if meta.agree is False else 0.0

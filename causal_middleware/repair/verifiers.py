@@ -18,6 +18,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from langchain_core.language_models import BaseChatModel
 
+from causal_middleware.prompts import Fence
 from causal_middleware.repair.llm import call_model, input_text, parse_json, render_trace
 from causal_middleware.repair.models import RepairCost, Verdict
 from causal_middleware.repair.render import shorten
@@ -108,13 +109,18 @@ class LLMOutcomeVerifier:
 
     def verify(self, trajectory: Trajectory) -> Verdict:
         cost = RepairCost()
+        fence = Fence()
         if self.include_trace:
-            user = render_trace(trajectory)
+            user = render_trace(trajectory, fence=fence)
         else:
-            user = f"Question: {input_text(trajectory.input)}\nFinal answer: {trajectory.answer!r}"
-        text = call_model(self.model, _OUTCOME_SYSTEM, user, cost)
+            user = fence.block(
+                "run",
+                f"Question: {fence.inline(input_text(trajectory.input))}\n"
+                f"Final answer: {fence.inline(trajectory.answer)}",
+            )
+        text = call_model(self.model, fence.system(_OUTCOME_SYSTEM), user, cost)
         try:
-            data = parse_json(text)
+            data = parse_json(text, accept=lambda value: isinstance(value, dict) and "success" in value)
             success = data["success"]
             if not isinstance(success, bool):
                 raise ValueError(f"'success' is {success!r}, not a boolean")

@@ -7,7 +7,10 @@ OTLP endpoint pass through :class:`ContentFilterExporter` first, which
   marking the span ``causal.content.truncated=true``; the contract's identifiers such as span
   type, node names and document ids are never cut) or keeps them (``"full"``);
 * runs a redaction hook (``str -> str``) over every string attribute, event attribute and status
-  description, by default :func:`default_redactor` (API keys, AWS keys, bearer tokens, e-mails).
+  description, by default :func:`default_redactor` (provider API keys, AWS keys, GitHub/GitLab/
+  Slack tokens, JWTs, ``Bearer``/``Basic`` credentials, PEM private keys, e-mails). The same
+  redactor runs on every LLM prompt before it leaves the process
+  (:func:`causal_middleware.prompts.redact_prompt`) and on ``causal-mw runs export`` files.
 
 ``ReadableSpan`` is immutable, so filtered spans are fresh copies with the same ids, parent,
 times, status and links; a span nothing changed is passed through as is.
@@ -15,6 +18,8 @@ times, status and links; a span nothing changed is passed through as is.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, get_args
@@ -24,6 +29,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import Status
 
 from causal_middleware.spans import attributes as A
+from causal_middleware.spans.record import SpanRecord
 
 CaptureContent = Literal["none", "truncated", "full"]
 CAPTURE_CONTENT_MODES: tuple[str, ...] = get_args(CaptureContent)
@@ -49,23 +55,207 @@ CONTENT_SUFFIXES = (
     ".document.metadata",
 )
 
-_REDACTIONS: tuple[tuple[re.Pattern[str], str], ...] = (
-    # Anthropic keys first: the generic sk- rule would leave the "ant-" prefix readable.
-    (re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{8,}"), "[REDACTED_API_KEY]"),
-    (re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), "[REDACTED_API_KEY]"),
-    (re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b"), "[REDACTED_AWS_KEY]"),
-    (re.compile(r"(?i)\bBearer\s+[A-Za-z0-9\-._~+/]+=*"), "Bearer [REDACTED]"),
+
+def _has_upper_lower_digit(token: str, *, at_least: int = 1) -> bool:
+    upper = sum(c.isupper() for c in token)
+    lower = sum(c.islower() for c in token)
+    digit = sum(c.isdigit() for c in token)
+    return min(upper, lower, digit) >= at_least
+
+
+_KEY_LABEL = re.compile(r"(?i)(?:secret|aws|key|credential|passw|token)[^\n]{0,30}$")
+_LOWER_RUN = re.compile(r"[a-z]{4,}")
+
+
+def _bare_aws_secret(match: re.Match[str]) -> str:
+    """A 40-character base64 run (an AWS secret access key's shape). After a key-ish label
+    (``secret``, ``aws``, ``key``, ``credential``, ``token``... within 30 characters) it is masked
+    when it mixes upper and lower case; standalone only when it also looks random: two or more
+    upper- and lower-case letters, a digit, at most four ``/`` and not a leading one (a path), at
+    most two lower-case runs of four or more (not a camelCase identifier). A git SHA (lower-case
+    hex) is never masked."""
+    token, start, lead = match.group(0), match.start(), ""
+    if start >= 1 and match.string[start - 1] == "\\" and token[:1] in ("n", "r", "t"):
+        lead, token, start = token[0], token[1:], start + 1  # after a JSON escape ("\\nwJal...")
+    if len(token) != 40 or not _at_token_start(match.string, start):
+        return match.group(0)  # longer runs (base64 payloads), padded ones, or glued to a word
+    upper = sum(c.isupper() for c in token)
+    lower = sum(c.islower() for c in token)
+    if not upper or not lower:
+        return match.group(0)
+    before = match.string[max(0, start - 40) : start]
+    if _KEY_LABEL.search(before) or (
+        upper >= 2
+        and lower >= 2
+        and any(c.isdigit() for c in token)
+        and token.count("/") <= 4
+        and not token.startswith("/")
+        and len(_LOWER_RUN.findall(token)) <= 2
+    ):
+        return lead + "[REDACTED_AWS_SECRET]"
+    return match.group(0)
+
+
+def _openai_key_anywhere(match: re.Match[str]) -> str:
+    """``sk-`` glued to other word characters (``MYKEYsk-...``): masked when a 20+ character
+    alphanumeric run after it mixes upper case, lower case and digits (a key, not prose)."""
+    runs = re.findall(r"[A-Za-z0-9]{20,}", match.group(0))
+    if any(_has_upper_lower_digit(run) for run in runs):
+        return "[REDACTED_API_KEY]"
+    return match.group(0)
+
+
+def _basic_auth(match: re.Match[str]) -> str:
+    """``Basic <base64>`` masked when it follows an ``Authorization`` header, or when the token
+    decodes to ``user:password`` (so the prose "Basic information" is left alone)."""
+    if not _at_token_start(match.string, match.start()):
+        return match.group(0)
+    token = match.group(1)
+    before = match.string[max(0, match.start() - 20) : match.start()].lower()
+    if "authorization" in before:
+        return "Basic [REDACTED]"
+    try:
+        decoded = base64.b64decode(token + "=" * (-len(token) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return match.group(0)
+    if b":" in decoded and len(token) >= 8:
+        return "Basic [REDACTED]"
+    return match.group(0)
+
+
+def _named_secret(match: re.Match[str]) -> str:
+    """A ``name=value`` / ``"name": "value"`` secret. An unquoted value after ``:`` is masked
+    only when it is not a plain word (so the prose "the secret: always knead" is left alone)."""
+    prefix, value = match.group(1), match.group(2)
+    if value[0] in "\"'\\":  # quoted, maybe JSON-escaped (\"...\"): keep the quotes
+        opening = value[: len(value) - len(value.lstrip("\\")) + 1]
+        closing = value[len(value[:-1].rstrip("\\")) :]
+        return f"{prefix}{opening}[REDACTED]{closing}"
+    if "=" not in prefix and value.isalpha() and len(value) < 16:
+        return match.group(0)
+    return f"{prefix}[REDACTED]"
+
+
+def _email(match: re.Match[str]) -> str:
+    """An e-mail address; after a JSON escape (``\nalice@...``) the escape's letter is kept."""
+    text, start = match.string, match.start()
+    if start >= 1 and text[start - 1] == "\\":
+        return match.group(0)[0] + "[REDACTED_EMAIL]"
+    return "[REDACTED_EMAIL]"
+
+
+Precheck = Callable[[str, str], bool]
+
+
+def _has(*needles: str, lower: bool = False) -> Precheck:
+    """A cheap substring test run before a pattern (``lower``: on the lower-cased text)."""
+    if lower:
+        return lambda text, low: any(n in low for n in needles)
+    return lambda text, low: any(n in text for n in needles)
+
+
+def _longer_than(n: int) -> Precheck:
+    return lambda text, low: len(text) >= n
+
+
+def _at_token_start(text: str, start: int) -> bool:
+    """True when a token at ``start`` is not glued to a letter or digit before it, or follows a
+    JSON escape (``\\n``, ``\\t``, ``\\r``): span attributes often hold JSON text, where a secret
+    follows a literal "\\n"."""
+    if start == 0:
+        return True
+    before = text[start - 1]
+    if before.isalnum():
+        return start >= 2 and text[start - 2] == "\\" and before in "nrt"
+    return before != "\\"
+
+
+def _token(replacement: str) -> Callable[[re.Match[str]], str]:
+    """A replacement applied only at a token start (:func:`_at_token_start`). The check is a
+    callback, not a look-behind, so each pattern begins with its literal prefix and the regex
+    engine scans for that prefix fast."""
+
+    def replace(match: re.Match[str]) -> str:
+        return replacement if _at_token_start(match.string, match.start()) else match.group(0)
+
+    return replace
+
+
+def _bearer(match: re.Match[str]) -> str:
+    if not _at_token_start(match.string, match.start()):
+        return match.group(0)
+    return "Bearer [REDACTED]"
+
+
+# (pre-check, pattern, replacement), in order: specific token shapes before generic rules.
+_REDACTIONS: tuple[tuple[Precheck, re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
+    # PEM private keys, the whole block (to the end of the text when the END line was cut off).
     (
+        _has("-----BEGIN"),
         re.compile(
-            r"(?i)\b((?:aws_secret_access_key|aws_session_token|[a-z0-9_\-]*api[_\-]?key|apikey|"
-            r"access[_\-]?token|auth[_\-]?token|secret(?:[_\-]?key)?|password|passwd)"
-            r"[\"']?\s*[=:]\s*[\"']?)[^\s\"',;&}]+"
+            r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY-----.*?(?:-----END \1PRIVATE KEY-----|\Z)", re.DOTALL
         ),
-        r"\1[REDACTED]",
+        "[REDACTED_PRIVATE_KEY]",
+    ),
+    # Anthropic and OpenAI keys in any context (even glued to ``_`` or to letters).
+    (_has("sk-ant-"), re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}"), "[REDACTED_API_KEY]"),
+    (
+        _has("sk-"),
+        re.compile(r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}"),
+        _token("[REDACTED_API_KEY]"),
+    ),
+    (_has("sk-"), re.compile(r"sk-[A-Za-z0-9_\-]{20,}"), _openai_key_anywhere),
+    # GitHub, GitLab and Slack tokens.
+    (_has("gh"), re.compile(r"gh[pousr]_[A-Za-z0-9]{30,}"), _token("[REDACTED_GITHUB_TOKEN]")),
+    (_has("github_pat_"), re.compile(r"github_pat_[A-Za-z0-9_]{20,}"), "[REDACTED_GITHUB_TOKEN]"),
+    (_has("glpat-"), re.compile(r"glpat-[A-Za-z0-9_\-]{20,}"), "[REDACTED_GITLAB_TOKEN]"),
+    (_has("xox"), re.compile(r"xox[abposr]-[A-Za-z0-9\-]{10,}"), _token("[REDACTED_SLACK_TOKEN]")),
+    # JSON Web Tokens: header and payload are base64url JSON, so both start with "eyJ".
+    (
+        _has("eyJ"),
+        re.compile(r"eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{8,}"),
+        "[REDACTED_JWT]",
+    ),
+    # AWS access key ids (also glued to ``_`` or ``=``) and secret access keys.
+    (
+        _has("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA", "ABIA", "ACCA"),
+        re.compile(
+            r"(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA|ABIA|ACCA)[0-9A-Z]{16}(?![A-Z0-9])"
+        ),
+        "[REDACTED_AWS_KEY]",
+    ),
+    (_longer_than(40), re.compile(r"[A-Za-z0-9/+]{40,}=*"), _bare_aws_secret),
+    # Authorization headers: Bearer tokens and Basic credentials.
+    (
+        _has("bearer", lower=True),
+        re.compile(r"(?i)bearer\s+(?=[A-Za-z0-9\-._~+/]*[0-9\-._~+/])[A-Za-z0-9\-._~+/]{8,}=*"),
+        _bearer,
+    ),
+    (_has("basic", lower=True), re.compile(r"(?i)basic\s+([A-Za-z0-9+/]{4,}={0,2})"), _basic_auth),
+    # Credentials in URLs: https://user:password@host
+    (_has("://"), re.compile(r"(?<=://)[^/\s:@\\]+:[^/\s@\\]+@"), "[REDACTED]@"),
+    # name=value secrets (api_key=..., x-api-key: ..., "password": "..."): a quoted value to its
+    # closing quote (JSON-escaped quotes included).
+    (
+        _has("key", "token", "secret", "passw", lower=True),
+        re.compile(
+            r"(?i)((?:aws_secret_access_key|aws_session_token|api[_\-]?key|access[_\-]?token|"
+            r"auth[_\-]?token|secret(?:[_\-]?(?:access[_\-]?)?key)?|password|passwd)"
+            r"\\*[\"']?\s*[=:]\s*)"
+            r"(\\*\"(?!\[REDACTED)[^\"\n]*\"|\\*'(?!\[REDACTED)[^'\n]*'|(?![\"']?\[REDACTED)[^\s\"',;&}\\]+)"
+        ),
+        _named_secret,
+    ),
+    # E-mail addresses, plain and URL-encoded (alice%40example.com).
+    (
+        _has("@"),
+        re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}\b"),
+        _email,
     ),
     (
-        re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}\b"),
-        "[REDACTED_EMAIL]",
+        _has("%40"),
+        re.compile(r"[A-Za-z0-9._+\-]+%40[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}\b"),
+        _email,
     ),
 )
 
@@ -85,10 +275,18 @@ _REGISTERED_EXACT, _REGISTERED_TEMPLATES = _registered_names()
 
 
 def default_redactor(text: str) -> str:
-    """Mask API keys (``sk-...``, ``sk-ant-...``, AWS access keys, ``api_key=...`` and similar
-    ``name=value`` secrets), bearer tokens and e-mail addresses."""
-    for pattern, replacement in _REDACTIONS:
-        text = pattern.sub(replacement, text)
+    """Mask credentials and e-mail addresses: provider API keys (``sk-...``, ``sk-ant-...``, in any
+    context), AWS access key ids and secret access keys, GitHub (``ghp_``, ``gho_``, ``ghs_``,
+    ``github_pat_``), GitLab (``glpat-``) and Slack (``xox?-``) tokens, JWTs, ``Bearer`` and
+    ``Basic`` credentials, passwords in URLs, PEM private-key blocks (the whole body),
+    ``name=value`` secrets (``api_key=``, ``password:``...) and e-mail addresses, plain or
+    URL-encoded. Each pattern runs only when a cheap substring pre-check finds its marker."""
+    if len(text) < 6:
+        return text
+    low = text.lower()  # for the case-insensitive pre-checks; replacements add none of their needles
+    for precheck, pattern, replacement in _REDACTIONS:
+        if precheck(text, low):
+            text = pattern.sub(replacement, text)
     return text
 
 
@@ -241,3 +439,35 @@ class ContentFilterExporter(SpanExporter):
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return self.inner.force_flush(timeout_millis)
+
+
+def _redact_value(value: Any, redact: Redactor) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list | tuple):
+        return [_redact_value(v, redact) for v in value]
+    if isinstance(value, dict):
+        return {k: _redact_value(v, redact) for k, v in value.items()}
+    return value
+
+
+def redact_record(record: SpanRecord, redact: Redactor = default_redactor) -> SpanRecord:
+    """A copy of a stored span with ``redact`` applied to every string of its attributes, event
+    attributes, link attributes and status message (ids, names and times are kept), as the OTLP
+    exporter does; used by ``causal-mw runs export``."""
+    return record.model_copy(
+        update={
+            "attributes": _redact_value(record.attributes, redact),
+            "status_message": redact(record.status_message)
+            if record.status_message
+            else record.status_message,
+            "events": [
+                e.model_copy(update={"attributes": _redact_value(e.attributes, redact)})
+                for e in record.events
+            ],
+            "links": [
+                link.model_copy(update={"attributes": _redact_value(link.attributes, redact)})
+                for link in record.links
+            ],
+        }
+    )

@@ -58,10 +58,10 @@ def test_llm_judge_reads_the_hop_level_trace(world) -> None:
     assert d.cost.llm_calls == 1 and d.cost.tokens == 15 and d.root_cause == "empty"
     assert d.details["judge_model"] == "scripted-judge"
     prompt = model.prompts[0][-1].content
-    assert "Hop 1 (retrieval)" in prompt and "sub-query: Who created Zorblat?" in prompt
+    assert "Hop 1 (retrieval)" in prompt and 'sub-query: "Who created Zorblat?"' in prompt  # fenced data
     assert "Lostra" not in prompt  # the judge is not shown the expected answer by default
     shown = get_diagnoser("llm_judge", show_reference=True).diagnose(run, DiagnosisContext(chat_model=model))
-    assert shown.uses_gold is True and "Expected answer: 'Lostra'" in model.prompts[-1][-1].content
+    assert shown.uses_gold is True and 'Expected answer: "Lostra"' in model.prompts[-1][-1].content
 
 
 def test_llm_judge_constructor_model_and_unusable_replies(world) -> None:
@@ -85,7 +85,7 @@ def test_holistic_llm_makes_two_calls_delta_then_reverse_pass(world) -> None:
         if "State the delta" in system:
             return '{"delta": "the answer says unknown instead of Lostra"}'
         user = messages[-1].content
-        assert user.startswith("Delta: the answer says unknown instead of Lostra")
+        assert user.split("\n")[1] == 'Delta: "the answer says unknown instead of Lostra"'  # fenced
         assert user.index("Hop 3") < user.index("Hop 1")  # reverse order
         return (
             '{"hop": "2", "stage": "retrieval", "propagation": true, "severity": "high", "root_cause": "x"}'
@@ -96,7 +96,7 @@ def test_holistic_llm_makes_two_calls_delta_then_reverse_pass(world) -> None:
     d = get_diagnoser("holistic_llm").diagnose(run, context_for(world, chat_model=model))
     assert (d.hop, d.propagation, d.severity, d.uses_gold) == (2, True, 0.8, True)
     assert d.cost.llm_calls == 2 and len(model.prompts) == 2
-    assert "Expected answer: Lostra" in model.prompts[0][-1].content
+    assert 'Expected answer: "Lostra"' in model.prompts[0][-1].content
 
 
 def test_iterative_llm_makes_n_plus_2_calls(world) -> None:
@@ -107,7 +107,7 @@ def test_iterative_llm_makes_n_plus_2_calls(world) -> None:
         if "State the delta" in system:
             return '{"delta": "unknown instead of Lostra"}'
         if "check one step" in system:
-            step = re.search(r"node '(\w+)', hop (\w+)", user)
+            step = re.search(r'node "(\w+)", hop (\w+)', user)
             node, hop = step.group(1), step.group(2)
             carries = node == "retrieve" and hop == "2" or (hop in ("3",) or node == "answer")
             inherits = not (node == "retrieve" and hop == "2")

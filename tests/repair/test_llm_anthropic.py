@@ -109,7 +109,7 @@ class MockClaude:
 
     def proposals(self, user: str) -> str:
         question = self.questions[_field(user, "Question")]
-        step = re.search(r"^Step: node '(\w+)', hop (\d+)", user, re.M)
+        step = re.search(r'^Step: node "(\w+)", hop (\d+)', user, re.M)
         if step is None or step.group(1) != "decide":
             return "[]"
         good = gold_sub_query(question, int(step.group(2)))
@@ -125,7 +125,8 @@ class MockClaude:
 def _field(text: str, name: str) -> str:
     found = re.search(rf"^{name}: (.+)$", text, re.M)
     assert found is not None, f"no {name!r} line in the request"
-    return found.group(1)
+    value = found.group(1)
+    return json.loads(value) if value.startswith('"') else value  # fenced data: a quoted value
 
 
 def gold_sub_query(question: Question, hop: int) -> str:
@@ -190,7 +191,7 @@ def test_llm_proposer_repairs_the_failed_run_over_the_messages_api(
     assert sent["system"].startswith("You repair failed runs") and "JSON" in sent["system"]
     user = sent["messages"][0]["content"][0]["text"]
     drifted_query = failed_step.output["sub_query"]
-    assert "Step: node 'decide', hop 1" in user
+    assert 'Step: node "decide", hop 1' in user  # fenced data: node names are quoted
     assert json.dumps(drifted_query) in user
     assert result.crs.baseline_feedback in user and "does not match the reference answer" in user
 
@@ -263,7 +264,7 @@ def test_validator_roles_agree_and_the_repair_is_retained(
         "the final verdict on whether the blamed step caused the failure and the repair fixes it",
     ]
     case = roles[0]["messages"][0]["content"][0]["text"]
-    assert gold_sub_query(question, 1) in case and "Blamed step: node 'decide', hop 1" in case
+    assert gold_sub_query(question, 1) in case and 'Blamed step: node "decide", hop 1' in case
     assert "proposer says: agree=True" in roles[1]["messages"][0]["content"][0]["text"]
     assert "critic says: agree=False" in roles[2]["messages"][0]["content"][0]["text"]
     assert all("temperature" not in r for r in roles)  # the validator samples at the model's own setting
@@ -420,7 +421,7 @@ def test_reply_helpers_take_content_blocks_other_usage_keys_and_asides() -> None
     got = invoke_model(GenericFakeChatModel(messages=iter([reply])), "system", "user", cost)
     assert got.text == 'see [1]: [{"a": 1}, {"b"' and got.truncated
     assert (cost.llm_calls, cost.input_tokens, cost.output_tokens) == (1, 5, 2)
-    assert json_list_prefix(got.text) == [1]  # the first list, even a bracketed aside
+    assert json_list_prefix(got.text) == [{"a": 1}]  # the last top-level list, not an aside before it
     assert json_list_prefix(got.text, accept=lambda item: isinstance(item, dict)) == [{"a": 1}]
     objects = parse_json(
         'see [1], then [{"a": 1}]', accept=lambda v: isinstance(v, list) and v and isinstance(v[0], dict)

@@ -169,7 +169,7 @@ def test_llm_proposer_parses_filters_and_counts(sloppy_world: World) -> None:
     assert batch.note == "2 malformed proposal(s) dropped"
     assert batch.cost.llm_calls == 1 and batch.cost.input_tokens > 0 and batch.cost.output_tokens > 0
     prompt = str(proposer.model.calls[0][-1].content)  # type: ignore[attr-defined]
-    assert "answer 'Lyon' is wrong" in prompt and "'read'" in prompt and "Rob Smith" in prompt
+    assert "answer 'Lyon' is wrong" in prompt and '"read"' in prompt and "Rob Smith" in prompt
     assert batch.baseline == {"fact": "Rob Smith"}
 
 

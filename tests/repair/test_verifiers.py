@@ -70,7 +70,7 @@ def test_llm_outcome_verifier_parses_and_counts() -> None:
     assert verdict.success is False and verdict.confidence == 0.8
     assert "Lyon" in verdict.feedback
     assert verdict.cost.llm_calls == 1 and verdict.cost.input_tokens > 0
-    assert "Final answer: 'Lyon'" in str(model.calls[0][-1].content)
+    assert 'Final answer: "Lyon"' in str(model.calls[0][-1].content)
 
 
 @pytest.mark.parametrize("reply", ["looks right to me", '{"success": "yes"}', '{"confidence": 1}'])

@@ -307,7 +307,7 @@ class RosterFixProposerModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         prompt = str(messages[-1].content)
-        step = re.search(r"Step: node '([^']+)'", prompt)
+        step = re.search(r'Step: node "([^"]+)"', prompt)  # fenced: node names quoted
         self.asked.append(step.group(1) if step else "?")
         output = prompt.split("Its output:", 1)[-1].split("\n", 1)[0]
         if step and step.group(1) == "tools" and "lookup_oncall" in output and ONCALL_STALE in output:

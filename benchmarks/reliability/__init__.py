@@ -1,0 +1,1 @@
+"""Reliability figures (issue 13): ``python -m benchmarks.reliability --out DIR``."""
