@@ -15,7 +15,18 @@ import sys
 from collections.abc import Sequence
 
 # Command modules, in help order. A module listed here that does not exist yet is skipped.
-COMMAND_MODULES = ("demo", "runs", "replay", "inject", "diagnose", "repair", "pairs", "context", "bench")
+COMMAND_MODULES = (
+    "demo",
+    "runs",
+    "replay",
+    "inject",
+    "diagnose",
+    "repair",
+    "pairs",
+    "context",
+    "bench",
+    "health",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

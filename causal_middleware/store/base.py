@@ -12,15 +12,16 @@ import asyncio
 import os
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from pydantic import BaseModel, Field
 
 from causal_middleware.spans.model import Lineage, Outcome, Status, Trajectory
 from causal_middleware.spans.record import SpanRecord
+from causal_middleware.spans.writer import await_pending
 
 
 class RunSummary(BaseModel):
@@ -48,8 +49,34 @@ class StoreError(ValueError):
     """
 
 
+class StoreBusyError(StoreError):
+    """Another connection (often another process) holds the store's write lock; worth retrying."""
+
+
+class StoreFullError(StoreError):
+    """The disk (or the database's size limit) is full."""
+
+
+class StoreReadOnlyError(StoreError):
+    """The store was opened read-only (read-only file, folder or media), or cannot be created."""
+
+
+class StoreCorruptError(StoreError):
+    """The store file is not a SQLite database, or its pages are damaged."""
+
+
 class SpanStore(SpanExporter, ABC):
-    """Abstract span store. Subclasses implement the storage primitives below."""
+    """Abstract span store. Subclasses implement the storage primitives below.
+
+    ``background_writes``: whether instrumentation may hand this store's writes to a background
+    writer (:mod:`causal_middleware.spans.writer`). A store that says yes must call
+    :meth:`_await_pending` at the start of its reads, so a run is readable as soon as the
+    ``invoke`` that made it returned, for whoever asks.
+    """
+
+    background_writes: ClassVar[bool] = False
+    #: how long a read waits for runs still queued for this store (seconds)
+    read_wait_s: float = 5.0
 
     # --- storage primitives -------------------------------------------------------------
     @abstractmethod
@@ -93,6 +120,34 @@ class SpanStore(SpanExporter, ABC):
     @abstractmethod
     def get_records(self, kind: str, run_id: str | None = None) -> list[dict[str, Any]]:
         """Derived records of one kind, oldest first, optionally for one run."""
+
+    # --- background writes -----------------------------------------------------------------
+    def pending_key(self) -> str:
+        """Where background writers of this store register (same key: same storage)."""
+        return f"{type(self).__name__}:{id(self)}"
+
+    def write_batch(
+        self,
+        records: Sequence[SpanRecord],
+        *,
+        busy_timeout_s: float | None = None,
+        counters: Mapping[str, int] | None = None,
+    ) -> None:
+        """What a background writer calls: :meth:`write_spans` with a short lock wait (raising
+        :class:`StoreBusyError` when the store stays locked) and counters (drop counts) to add to
+        the store's own health record in the same transaction. Backends without either ignore them."""
+        if records:
+            self.write_spans(records)
+
+    def _await_pending(self, run_id: str | None = None) -> None:
+        """Wait (bounded by :attr:`read_wait_s`) for the runs background writers still hold for
+        this store: ``run_id``'s, or all when None."""
+        await_pending(self.pending_key(), run_id, self.read_wait_s)
+
+    def read_health(self) -> dict[str, int]:
+        """Counters persisted in the store by the writers of every process that wrote to it
+        (spans written, spans dropped by reason). Empty for stores that keep none."""
+        return {}
 
     # --- derived -------------------------------------------------------------------------
     @abstractmethod

@@ -2,9 +2,18 @@
 
 Tables: ``spans`` (one row per span, keyed by trace and span id, so re-exporting a span replaces
 it), ``runs`` (one row per trace, recomputed from the run's spans after every batch, whatever
-order spans arrive in, plus the run's annotations) and ``records`` (derived records such as
-interventions, diagnoses and repairs). The schema version lives in ``PRAGMA user_version``;
-opening a file written by a newer schema fails with a clear error instead of guessing.
+order spans arrive in, plus the run's annotations), ``records`` (derived records such as
+interventions, diagnoses and repairs) and ``meta`` (counters the background writers keep: spans
+written, spans dropped by reason). The schema version lives in ``PRAGMA user_version``; opening a
+file written by a newer schema fails with a clear error instead of guessing. The migration runs
+under the write lock and re-reads the version there, so processes opening a new file at once
+all succeed.
+
+Every SQLite error leaves as a one-line :class:`StoreError` naming the file and the real cause
+(:class:`StoreBusyError`, :class:`StoreFullError`, :class:`StoreReadOnlyError`,
+:class:`StoreCorruptError`). A file that cannot be written (read-only file, folder or media) is
+opened read-only, falling back to SQLite's ``immutable`` mode when even the WAL index cannot be
+created; writes then fail with :class:`StoreReadOnlyError`.
 """
 
 from __future__ import annotations
@@ -16,10 +25,12 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+from urllib.parse import quote
 
 from causal_middleware.replay.stitch import stitch_from_store  # forks read back stitched (replayer)
 from causal_middleware.spans.builder import (
@@ -47,9 +58,19 @@ from causal_middleware.store._common import (
     overlay,
     to_ns,
 )
-from causal_middleware.store.base import RunSummary, SpanStore, StoreError, match_run_prefix
+from causal_middleware.store.base import (
+    RunSummary,
+    SpanStore,
+    StoreBusyError,
+    StoreCorruptError,
+    StoreError,
+    StoreFullError,
+    StoreReadOnlyError,
+    match_run_prefix,
+)
 
 SCHEMA_VERSION = 1
+DEFAULT_BUSY_TIMEOUT_S = 30.0
 
 _SCHEMA_V1 = """
 CREATE TABLE spans (
@@ -118,6 +139,39 @@ def _migrate_to_v1(conn: sqlite3.Connection) -> None:
 
 # MIGRATIONS[n] upgrades a database at version n-1 to version n.
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_to_v1}
+# ``meta`` (writer counters) is created on first use, so files of version 1 without it stay valid
+_META_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL DEFAULT 0)"
+# the oldest layout this code can read without migrating it (read-only stores)
+MIN_READABLE_VERSION = 1
+
+# SQLite primary result codes
+_SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY, _SQLITE_CORRUPT = 5, 6, 8, 11
+_SQLITE_FULL, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 13, 14, 26
+
+
+def _primary_code(exc: sqlite3.Error) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
+
+
+def store_error(exc: sqlite3.Error, what: str) -> StoreError:
+    """A one-line :class:`StoreError` (of the fitting subclass): ``what`` (which names the store)
+    and the real cause."""
+    code = _primary_code(exc)
+    text = str(exc)
+    lowered = text.lower()
+    if code in (_SQLITE_BUSY, _SQLITE_LOCKED) or "database is locked" in lowered:
+        return StoreBusyError(f"{what}: locked by another writer ({text})")
+    if code == _SQLITE_FULL or "disk is full" in lowered:
+        return StoreFullError(f"{what}: disk full ({text})")
+    if code == _SQLITE_READONLY or "readonly" in lowered or "read-only" in lowered:
+        return StoreReadOnlyError(f"{what}: read-only ({text})")
+    if code in (_SQLITE_CORRUPT, _SQLITE_NOTADB) or "malformed" in lowered or "not a database" in lowered:
+        return StoreCorruptError(f"{what}: the file is corrupted or not a span store ({text})")
+    if code == _SQLITE_CANTOPEN or "unable to open" in lowered:
+        return StoreReadOnlyError(f"{what}: {text} (is its folder or media read-only?)")
+    return StoreError(f"{what}: {text}")
+
 
 _SPAN_COLUMNS = (
     "trace_id, span_id, parent_span_id, name, kind, start_time_ns, end_time_ns, status_code, status_message, "
@@ -128,25 +182,65 @@ _SPAN_COLUMNS = (
 def migrate(conn: sqlite3.Connection, path: str = "<connection>") -> int:
     """Bring the schema to :data:`SCHEMA_VERSION` in one transaction; returns the version found.
 
-    Raises :class:`StoreError` when the database was written by a newer schema.
+    Raises :class:`StoreError` when the database was written by a newer schema. Safe when several
+    processes open a new file at once: the version is read again under the write lock, so only the
+    first one migrates.
     """
-    found = conn.execute("PRAGMA user_version").fetchone()[0]
+    found = _check_version(conn, path)
+    if found == SCHEMA_VERSION:
+        return found
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        found = _check_version(conn, path)  # another process may have migrated while we waited
+        if found < SCHEMA_VERSION:
+            for version in range(found + 1, SCHEMA_VERSION + 1):
+                MIGRATIONS[version](conn)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return found
+
+
+def _prepare_folder(file: Path, path: str) -> None:
+    """Make the new store's folder, or say in one line why it cannot be made or written."""
+    folder = file.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreReadOnlyError(
+            f"cannot create span store {path}: cannot make its folder {folder} ({exc.strerror or exc})"
+        ) from exc
+    if not os.access(folder, os.W_OK):
+        raise StoreReadOnlyError(
+            f"cannot create span store {path}: its folder {folder} is not writable (read-only path or media)"
+        )
+
+
+def _retry_busy(work: Callable[[], Any], attempts: int = 50) -> Any:
+    """Some lock waits bypass SQLite's busy handler (journal-mode changes, WAL recovery while
+    other processes open the same new file): retry those briefly."""
+    for attempt in range(attempts):
+        try:
+            return work()
+        except sqlite3.OperationalError as exc:
+            if _primary_code(exc) not in (_SQLITE_BUSY, _SQLITE_LOCKED) and "locked" not in str(exc):
+                raise
+            if attempt == attempts - 1:
+                raise
+            time.sleep(min(0.005 * (attempt + 1), 0.1))
+    return None
+
+
+def _check_version(conn: sqlite3.Connection, path: str) -> int:
+    found = int(conn.execute("PRAGMA user_version").fetchone()[0])
     if found > SCHEMA_VERSION:
         raise StoreError(
             f"span store {path} has schema version {found}, newer than this causal-middleware "
             f"supports ({SCHEMA_VERSION}); upgrade causal-middleware to open it"
         )
-    if found == SCHEMA_VERSION:
-        return found
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        for version in range(found + 1, SCHEMA_VERSION + 1):
-            MIGRATIONS[version](conn)
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     return found
 
 
@@ -155,36 +249,103 @@ class SqliteSpanStore(SpanStore):
 
     ``create=False`` opens an existing store only (FileNotFoundError otherwise), which is what
     readers such as the CLI want: reading never creates an empty database by accident.
+    ``read_only``: True opens the file read-only; None (default) does so only when the file, its
+    folder or its media cannot be written. Instrumentation writes to it from a background writer
+    (``background_writes``); its reads wait for the runs still queued for this file.
     """
 
+    background_writes: ClassVar[bool] = True
+
     def __init__(
-        self, path: str | os.PathLike[str] = "causal_runs.db", *, create: bool = True, cache_size: int = 64
+        self,
+        path: str | os.PathLike[str] = "causal_runs.db",
+        *,
+        create: bool = True,
+        cache_size: int = 64,
+        read_only: bool | None = None,
     ):
         self.path = str(path)
         self._lock = threading.RLock()
         self._cache: OrderedDict[str, tuple[int, Trajectory]] = OrderedDict()
         self._cache_size = cache_size
-        in_memory = self.path == ":memory:" or self.path.startswith("file::memory:")
-        if not in_memory:
+        self._in_memory = self.path == ":memory:" or self.path.startswith("file::memory:")
+        self._key = f"sqlite-memory:{id(self)}"
+        self.read_only = bool(read_only)
+        self.open_mode = "memory" if self._in_memory else "rw"
+        may_fall_back = False
+        if not self._in_memory:
             file = Path(self.path)
             if file.is_dir():
                 raise StoreError(f"span store path {self.path} is a directory, not a SQLite file")
             if not file.exists():
                 if not create:
                     raise FileNotFoundError(f"span store not found: {self.path}")
-                file.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-        self._conn.row_factory = sqlite3.Row
+                if read_only:
+                    raise StoreReadOnlyError(
+                        f"cannot create span store {self.path}: asked to open it read-only"
+                    )
+                _prepare_folder(file, self.path)
+            elif read_only is None:
+                self.read_only = not os.access(file, os.W_OK)
+                may_fall_back = True
+            self._key = "sqlite:" + os.path.realpath(self.path)
+        self._conn = self._connect(may_fall_back)
+
+    def _connect(self, may_fall_back: bool) -> sqlite3.Connection:
+        modes = (
+            ["ro", "immutable"] if self.read_only else ["rw", *(["ro", "immutable"] if may_fall_back else [])]
+        )
+        last: sqlite3.Error | None = None
+        for mode in modes:
+            try:
+                conn = self._open_as(mode)
+            except sqlite3.Error as exc:
+                last = exc
+                if not isinstance(store_error(exc, ""), StoreReadOnlyError):
+                    break  # only a file we may not write is worth opening read-only
+                continue
+            except StoreError:
+                raise
+            self.open_mode = mode
+            self.read_only = mode != "rw"
+            return conn
+        assert last is not None
+        verb = "open" if Path(self.path).exists() else "create"
+        raise store_error(last, f"cannot {verb} span store {self.path}") from last
+
+    def _open_as(self, mode: str) -> sqlite3.Connection:
+        if mode == "rw":
+            target, uri = self.path, False
+        else:
+            target = (
+                "file:"
+                + quote(os.path.abspath(self.path))
+                + "?mode=ro"
+                + ("&immutable=1" if mode == "immutable" else "")
+            )
+            uri = True
+        conn = sqlite3.connect(
+            target, timeout=DEFAULT_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False, uri=uri
+        )
+        conn.row_factory = sqlite3.Row
         try:
-            if not in_memory:
-                self._conn.execute("PRAGMA journal_mode=WAL")
-                self._conn.execute("PRAGMA synchronous=NORMAL")
-            migrate(self._conn, self.path)
-        except BaseException as exc:
-            self._conn.close()
-            if isinstance(exc, sqlite3.DatabaseError):
-                raise StoreError(f"cannot open span store {self.path}: {exc}") from exc
+            if mode == "rw":
+                if not self._in_memory:
+                    _retry_busy(lambda: conn.execute("PRAGMA journal_mode=WAL"))
+                    conn.execute("PRAGMA synchronous=NORMAL")
+                _retry_busy(lambda: migrate(conn, self.path))
+            else:
+                found = _check_version(conn, self.path)
+                if found < MIN_READABLE_VERSION:
+                    raise StoreReadOnlyError(
+                        f"cannot open span store {self.path}: it is read-only and holds no span store "
+                        f"(schema version {found})"
+                    )
+                conn.execute("SELECT count(*) FROM runs").fetchone()
+        except BaseException:
+            conn.close()
             raise
+        return conn
 
     # --- lifecycle -----------------------------------------------------------------------
     def close(self) -> None:
@@ -199,26 +360,70 @@ class SqliteSpanStore(SpanStore):
 
     @property
     def schema_version(self) -> int:
-        with self._lock:
+        with self._lock, self._reading("reading the schema version"):
             return int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def pending_key(self) -> str:
+        return self._key
+
+    @contextmanager
+    def _reading(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise store_error(exc, f"{what} in span store {self.path}") from exc
 
     def _transaction(self, work: Callable[[], Any], what: str) -> Any:
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            if self.read_only:
+                raise StoreReadOnlyError(
+                    f"{what} failed: span store {self.path} is opened read-only "
+                    f"({self.open_mode}: the file, its folder or its media cannot be written); nothing was written"
+                )
             try:
+                self._conn.execute("BEGIN IMMEDIATE")
                 result = work()
                 self._conn.execute("COMMIT")
                 return result
             except BaseException as exc:
-                self._conn.execute("ROLLBACK")
+                if self._conn.in_transaction:  # SQLite may have rolled back already (disk full)
+                    try:
+                        self._conn.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass  # the original error is the one worth reporting
                 if isinstance(exc, sqlite3.Error):
-                    raise StoreError(
-                        f"{what} failed in span store {self.path}; nothing was written: {exc}"
+                    raise store_error(
+                        exc, f"{what} failed in span store {self.path}; nothing was written"
                     ) from exc
                 raise
 
     # --- spans ---------------------------------------------------------------------------
     def write_spans(self, records: Sequence[SpanRecord]) -> None:
+        self._write(records, None)
+
+    def write_batch(
+        self,
+        records: Sequence[SpanRecord],
+        *,
+        busy_timeout_s: float | None = None,
+        counters: Mapping[str, int] | None = None,
+    ) -> None:
+        if not records and not counters:
+            return
+        with self._lock:
+            if busy_timeout_s is None:
+                self._write(records, counters)
+                return
+            self._conn.execute(f"PRAGMA busy_timeout = {max(0, int(busy_timeout_s * 1000))}")
+            try:
+                self._write(records, counters)
+            finally:
+                try:
+                    self._conn.execute(f"PRAGMA busy_timeout = {int(DEFAULT_BUSY_TIMEOUT_S * 1000)}")
+                except sqlite3.Error:
+                    pass
+
+    def _write(self, records: Sequence[SpanRecord], counters: Mapping[str, int] | None) -> None:
         rows = []
         for r in records:  # encode everything first: a bad span aborts before any write
             encoded = encode_span(r)
@@ -245,20 +450,40 @@ class SqliteSpanStore(SpanStore):
                     facts.answer_text,
                 )
             )
-        if not rows:
+        increments = [(k, int(v)) for k, v in (counters or {}).items() if v]
+        if not rows and not increments:
             return
         run_ids = list(dict.fromkeys(r.trace_id for r in records))
 
         def work() -> None:
-            self._conn.executemany(
-                f"INSERT OR REPLACE INTO spans ({_SPAN_COLUMNS}, span_type, declared_run, hop_index, answer_text) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
-            for run_id in run_ids:
-                self._refresh_run(run_id)
+            if rows:
+                self._conn.executemany(
+                    f"INSERT OR REPLACE INTO spans ({_SPAN_COLUMNS}, span_type, declared_run, hop_index, answer_text) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    rows,
+                )
+                for run_id in run_ids:
+                    self._refresh_run(run_id)
+            if increments:
+                self._conn.execute(_META_TABLE)
+                self._conn.executemany(
+                    "INSERT INTO meta (key, value) VALUES (?, ?) "
+                    "ON CONFLICT (key) DO UPDATE SET value = meta.value + excluded.value",
+                    increments,
+                )
 
-        self._transaction(work, f"writing {len(rows)} spans")
+        self._transaction(work, f"writing {len(rows)} spans" if rows else "writing health counters")
+
+    def read_health(self) -> dict[str, int]:
+        with self._lock, self._reading("reading health counters"):
+            if not self._conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+            ).fetchone():
+                return {}
+            return {
+                row["key"]: int(row["value"])
+                for row in self._conn.execute("SELECT key, value FROM meta ORDER BY key")
+            }
 
     def _refresh_run(self, run_id: str) -> None:
         """Recompute the runs row of ``run_id`` from its spans and annotations (inside a transaction)."""
@@ -328,7 +553,11 @@ class SqliteSpanStore(SpanStore):
         )
 
     def get_spans(self, run_id: str) -> list[SpanRecord]:
-        with self._lock:
+        self._await_pending(run_id)
+        return self._read_spans(run_id)
+
+    def _read_spans(self, run_id: str) -> list[SpanRecord]:
+        with self._lock, self._reading(f"reading the spans of run {run_id}"):
             rows = self._conn.execute(
                 f"SELECT {_SPAN_COLUMNS} FROM spans WHERE trace_id = ? ORDER BY start_time_ns, span_id",
                 (run_id,),
@@ -352,6 +581,7 @@ class SqliteSpanStore(SpanStore):
         wanted = normalize_outcome(outcome)
         check_limit(limit)
         check_label(label)
+        self._await_pending()
         where: list[str] = ["is_run = 1"]
         params: list[Any] = []
         if wanted is Outcome.UNKNOWN:
@@ -373,10 +603,11 @@ class SqliteSpanStore(SpanStore):
         if limit is not None and label is None:
             sql += f" LIMIT {int(limit)}"
         out = []
-        with self._lock:
+        with self._lock, self._reading("listing runs"):
             rows = self._conn.execute(sql, params).fetchall()
         for row in rows:
-            summary = _summary(row)
+            with self._reading("listing runs"):
+                summary = _summary(row)
             if label is not None and not label_matches(summary.labels, label):
                 continue
             out.append(summary)
@@ -386,7 +617,8 @@ class SqliteSpanStore(SpanStore):
 
     def resolve_run_id(self, run_id_or_prefix: str) -> str:
         wanted = run_id_or_prefix.strip().lower()
-        with self._lock:
+        self._await_pending(wanted if len(wanted) == 32 else None)
+        with self._lock, self._reading(f"looking up run {wanted}"):
             if self._conn.execute("SELECT 1 FROM runs WHERE run_id = ? AND is_run = 1", (wanted,)).fetchone():
                 return wanted
             known = [
@@ -410,6 +642,7 @@ class SqliteSpanStore(SpanStore):
         merged_outcome = normalize_outcome(outcome)
         if labels is not None:
             dumps(labels, f"labels for run {run_id}")
+        self._await_pending(run_id)
 
         def work() -> None:
             row = self._conn.execute("SELECT annotations FROM runs WHERE run_id = ?", (run_id,)).fetchone()
@@ -427,17 +660,22 @@ class SqliteSpanStore(SpanStore):
         self._transaction(work, f"annotating run {run_id}")
 
     def get_trajectory(self, run_id: str) -> Trajectory:
+        self._await_pending(run_id)
         with self._lock:
-            row = self._conn.execute(
-                "SELECT version, annotations FROM runs WHERE run_id = ?", (run_id,)
-            ).fetchone()
+            with self._reading(f"reading run {run_id}"):
+                row = self._conn.execute(
+                    "SELECT version, annotations FROM runs WHERE run_id = ?", (run_id,)
+                ).fetchone()
             if row is None:
                 raise KeyError(f"unknown run {run_id!r}: span store {self.path} has no spans of it")
             cached = self._cache.get(run_id)
-            if cached is not None and cached[0] == row["version"]:
+            hit = cached[1] if cached is not None and cached[0] == row["version"] else None
+            if hit is not None:
                 self._cache.move_to_end(run_id)
-                return stitch_from_store(self.get_trajectory, cached[1].model_copy(deep=True))
-            spans = self.get_spans(run_id)
+            else:
+                spans = self._read_spans(run_id)
+        if hit is not None:  # stitched outside the lock: stitching reads the parent run
+            return stitch_from_store(self.get_trajectory, hit.model_copy(deep=True))
         annotations = Annotations.model_validate_json(row["annotations"])
         trajectory = overlay(build_trajectory(spans, run_id=run_id), annotations)
         with self._lock:
@@ -474,7 +712,7 @@ class SqliteSpanStore(SpanStore):
             where.append("run_id = ?")
             params.append(run_id)
         sql = "SELECT * FROM records" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY seq"
-        with self._lock:
+        with self._lock, self._reading("reading records"):
             rows = self._conn.execute(sql, params).fetchall()
         return [
             StoredRecord(

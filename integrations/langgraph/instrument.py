@@ -1,8 +1,11 @@
 """``instrument(graph)``: one call that turns a compiled LangGraph graph into a traced one.
 
 Each ``invoke``/``ainvoke``/``stream``/``astream`` call is one run = one OTel trace, sent to the
-local span store (complete as soon as the call returns) and, when configured, to an OTLP endpoint
-(content policy + redaction applied there only). The user's global tracer provider is never touched.
+local span store (written by a background writer, readable as soon as the call returns: the
+store's reads wait for the runs still queued) and, when configured, to an OTLP endpoint (content
+policy + redaction applied there only). The user's global tracer provider is never touched.
+Shutting down (``shutdown()``, the ``with`` block's end, or process exit) takes at most
+``shutdown_timeout`` seconds; what is still pending then is dropped and counted in ``health``.
 """
 
 from __future__ import annotations
@@ -27,10 +30,13 @@ from causal_middleware.spans.content import (
     validate_content_settings,
 )
 from causal_middleware.spans.export import (
+    DEFAULT_SHUTDOWN_TIMEOUT_S,
     OtlpSettings,
     RunSpanProcessor,
+    ShutdownBudget,
     build_otlp_exporter,
     build_otlp_processor,
+    check_shutdown_timeout,
     resolve_otlp_settings,
 )
 from causal_middleware.spans.health import Health, health
@@ -88,6 +94,7 @@ class InstrumentedGraph:
         store: SpanStore | None,
         processors: list[SpanProcessor],
         otlp: OtlpSettings | None,
+        shutdown_budget: ShutdownBudget | None = None,
     ) -> None:
         self._original = original
         self._graph: Any = wrapped  # Any: Pregel's overloads do not type a plain pass-through
@@ -97,6 +104,7 @@ class InstrumentedGraph:
         self._store = store
         self._processors = processors
         self._otlp = otlp
+        self._budget = shutdown_budget or ShutdownBudget()
         self._current: contextvars.ContextVar[RunRef | None] = contextvars.ContextVar(
             f"causal_run_{id(self)}", default=None
         )
@@ -271,6 +279,16 @@ class InstrumentedGraph:
         """The process-wide fail-open counters (errors swallowed by instrumentation, export, store)."""
         return health
 
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Wait (at most ``timeout`` seconds) until the runs finished so far are in the store.
+        Not needed to read them back (the store's reads wait for their own run); useful before
+        another process reads the file."""
+        ok = True
+        for processor in self._processors:
+            if isinstance(processor, RunSpanProcessor):
+                ok = processor.flush(timeout) and ok
+        return ok
+
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Push buffered spans to the store and the OTLP endpoint now."""
         ok = True
@@ -282,8 +300,13 @@ class InstrumentedGraph:
                 ok = False
         return ok
 
+    @property
+    def shutdown_timeout(self) -> float:
+        return self._budget.seconds
+
     def shutdown(self) -> None:
-        """Flush and stop exporting; closes a store opened from a path. Idempotent."""
+        """Flush and stop exporting, within ``shutdown_timeout`` seconds in all (what is left then
+        is dropped and counted in ``health.dropped``); closes a store opened from a path. Idempotent."""
         with self._close_lock:
             if self._closed:
                 return
@@ -320,6 +343,7 @@ def instrument(
     graph_name: str | None = None,
     on_failure: Any = None,
     state_keys: Mapping[str, str] | None = None,
+    shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT_S,
 ) -> InstrumentedGraph:
     """Trace every run of a compiled LangGraph graph.
 
@@ -344,6 +368,11 @@ def instrument(
             later as ``instrumented.on_failure``.
         state_keys: node -> the state key that holds the node's retrieved documents, for nodes
             whose update holds them under several keys (diagnosis says when it needs one).
+        shutdown_timeout: the most seconds ``shutdown()`` (and so process exit) spends writing
+            pending runs to the store and exporting pending spans, all processors together
+            (default 1.5); what is left then is dropped and counted in ``health.dropped``. Each OTLP
+            export waits at most ``OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT`` (default 10 s) in the
+            background, never in the agent's thread.
     """
     if isinstance(graph, InstrumentedGraph):
         raise ValueError("graph is already instrumented; pass the original compiled graph")
@@ -356,6 +385,7 @@ def instrument(
             f"got {type(tracer_provider).__name__}"
         )
     validate_content_settings(capture_content, max_attribute_length, redact)
+    budget = ShutdownBudget(check_shutdown_timeout(shutdown_timeout))
     keys = _check_state_keys(state_keys, graph)
     info = analyze_graph(
         graph,
@@ -374,7 +404,7 @@ def instrument(
     provider = tracer_provider or TracerProvider(resource=_resource(), span_limits=SPAN_LIMITS)
     processors: list[SpanProcessor] = []
     if span_store is not None:
-        processors.append(RunSpanProcessor(span_store, shutdown_exporter=owns_store))
+        processors.append(RunSpanProcessor(span_store, shutdown_exporter=owns_store, shutdown_timeout=budget))
     if otlp is not None:
         processors.append(
             build_otlp_processor(
@@ -382,6 +412,7 @@ def instrument(
                 capture_content=capture_content,
                 max_attribute_length=max_attribute_length,
                 redact=redact,
+                shutdown_timeout=budget,
             )
         )
     for processor in processors:
@@ -398,6 +429,7 @@ def instrument(
         store=span_store,
         processors=processors,
         otlp=otlp,
+        shutdown_budget=budget,
     )
     instrumented.state_keys = keys
     if on_failure is not None:
