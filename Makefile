@@ -46,6 +46,7 @@ bench: $(STAMP) $(PHOENIX_STAMP)
 	$(VENV)/bin/causal-mw bench all --out bench-results
 	$(PY) -m benchmarks.agents --out bench-results
 	$(PY) -m benchmarks.agents.reference --out bench-results
+	$(PY) -m benchmarks.reliability --out bench-results
 
 clean:
 	rm -rf $(VENV) $(PHOENIX_VENV) bench-results .pytest_cache .mypy_cache .ruff_cache

@@ -156,7 +156,7 @@ def run_task(
             d = get_diagnoser(method).diagnose(
                 traj,
                 DiagnosisContext(
-                    backend=Replayer(ig),
+                    backend=Replayer(ig, refused_side_effects="withhold"),
                     index=index,
                     reference=task.gold,
                     rerun_tool=runner,
@@ -204,7 +204,7 @@ def run_task(
         try:
             result = repair_run(
                 traj,
-                backend=Replayer(ig),
+                backend=Replayer(ig, refused_side_effects="withhold"),
                 proposer=trace_proposer_for(ig),
                 verifier=ReferenceVerifier(task.gold),
                 store=store,

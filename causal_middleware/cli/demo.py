@@ -260,7 +260,7 @@ def _diagnose_and_repair(
     from causal_middleware.repair.service import repair_run
     from causal_middleware.repair.verifiers import ReferenceVerifier
 
-    backend = Replayer(agent, store=store)
+    backend = Replayer(agent, store=store, refused_side_effects="withhold")
     proposer = trace_proposer_for(agent)
     out: list[dict[str, Any]] = []
     with Progress(

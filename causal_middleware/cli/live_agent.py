@@ -82,7 +82,9 @@ def live_agent(
             state_keys=state_keys or None,
         )
     try:
-        agent = LiveAgent(backend=Replayer(instrumented, store=instrumented.store or store))
+        # probing forks: a refused side effect answers the agent with a notice, never ends the fork
+        backend = Replayer(instrumented, store=instrumented.store or store, refused_side_effects="withhold")
+        agent = LiveAgent(backend=backend)
         agent.adapter = load_spec(adapter, "adapter") if adapter else None
         agent.state_keys = {**instrumented.state_keys, **(state_keys or {})}
         if index:

@@ -255,7 +255,7 @@ def _demo_agent(
         )
         adapter = None if args.adapter is None else load_spec(args.adapter, "adapter")
         agent = LiveAgent(
-            backend=Replayer(instrumented, store=store),
+            backend=Replayer(instrumented, store=store, refused_side_effects="withhold"),
             adapter=adapter or ReferenceAgentAdapter(),
             index=index,
         )

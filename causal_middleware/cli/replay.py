@@ -100,6 +100,7 @@ def _replay(args: argparse.Namespace) -> int:
     from causal_middleware.integrations.langgraph.instrument import InstrumentedGraph, instrument
     from causal_middleware.integrations.langgraph.replayer import load_graph
     from causal_middleware.integrations.langgraph.replayer.locate import answer_nodes_of, hop_nodes_of
+    from causal_middleware.integrations.langgraph.replayer.values import check_fork_values
     from causal_middleware.store.sqlite import SqliteSpanStore
 
     if args.hop is None and args.node is None and args.step is None:
@@ -107,6 +108,8 @@ def _replay(args: argparse.Namespace) -> int:
     values = _parse_values(args.values)
     labels = _parse_labels(args.label)
     graph = load_graph(args.graph)
+    # bad values are refused here, before a fork thread or fork run exists
+    check_fork_values(graph, values, args.overwrite)
     if isinstance(graph, InstrumentedGraph) and graph.store is not None:
         # the module instrumented its graph itself: forks go where its runs went
         return _fork_and_print(args, graph, graph.store, values, labels)
@@ -276,9 +279,12 @@ def _bench(args: argparse.Namespace) -> int:
 
     from causal_middleware.bench.replay import format_replay_table
     from causal_middleware.integrations.langgraph.replayer.bench import reference_replay_bench
+    from causal_middleware.output_paths import check_output_dir
 
     if args.questions < 1 or args.hops < 1:
         raise ValueError(f"--questions and --hops must be positive, got {args.questions} and {args.hops}")
+    if args.out:
+        check_output_dir(args.out, "the --out folder")  # before minutes of benchmarking
     report = reference_replay_bench(
         n_questions=args.questions,
         hops=args.hops,

@@ -16,17 +16,28 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 from pydantic import ValidationError
 
+from causal_middleware.output_paths import check_output_file
 from causal_middleware.spans.record import SpanEvent, SpanLink, SpanRecord
+from causal_middleware.store._jsonstream import (
+    MAX_DEPTH,
+    JsonStream,
+    JsonStreamError,
+    check_depth,
+    stamp,
+    write_batches,
+)
 from causal_middleware.store.base import SpanStore, StoreError
 
 __all__ = ["export_otlp_json", "import_otlp_json", "read_otlp_json", "records_to_request"]
@@ -149,6 +160,7 @@ def export_otlp_json(
     Each id may be an unambiguous prefix. The file is replaced atomically. Returns the run ids
     written, in the order given (or newest first when all runs are exported).
     """
+    target = _output_file(path)  # before any work: a bad path must not cost a store load
     if run_ids is None:
         ids = [r.run_id for r in store.list_runs(limit=None)]
     else:
@@ -156,18 +168,29 @@ def export_otlp_json(
     records = [span for run_id in ids for span in store.get_spans(run_id)]
     payload = _hex_ids(json_format.MessageToDict(records_to_request(records), use_integers_for_enums=True))
     payload.setdefault("resourceSpans", [])
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    except OSError as exc:
+        raise StoreError(f"cannot write {target}: {exc.strerror or exc}") from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(payload, handle, ensure_ascii=False)
             handle.write("\n")
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):  # disk full, quota, media gone: one line naming the file
+            raise StoreError(f"cannot write {target}: {exc.strerror or exc}") from exc
         raise
     return ids
+
+
+def _output_file(path: str | os.PathLike[str]) -> Path:
+    try:
+        return check_output_file(path, "the OTLP/JSON file")
+    except ValueError as exc:
+        raise StoreError(str(exc)) from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -190,12 +213,21 @@ def _attributes(values: Any) -> dict[str, Any]:
     return {kv.key: _plain(kv.value) for kv in values}
 
 
-def _b64_ids(node: Any, where: str, problems: list[str]) -> Any:
-    """Check hex ids and turn them into the base64 the protobuf JSON parser expects."""
+class _TooDeep(Exception):
+    pass
+
+
+def _b64_ids(node: Any, where: str, problems: list[str], depth: int = 1) -> Any:
+    """Check hex ids and turn them into the base64 the protobuf JSON parser expects; ``depth`` is
+    ``node``'s nesting level in the file (past :data:`MAX_DEPTH`: ``_TooDeep``)."""
     if isinstance(node, list):
-        return [_b64_ids(item, f"{where}[{i}]", problems) for i, item in enumerate(node)]
+        if depth > MAX_DEPTH:
+            raise _TooDeep
+        return [_b64_ids(item, f"{where}[{i}]", problems, depth + 1) for i, item in enumerate(node)]
     if not isinstance(node, dict):
         return node
+    if depth > MAX_DEPTH:
+        raise _TooDeep
     out = {}
     for key, value in node.items():
         path = f"{where}.{key}" if where else key
@@ -211,116 +243,284 @@ def _b64_ids(node: Any, where: str, problems: list[str]) -> Any:
                 continue
             out[key] = base64.b64encode(bytes.fromhex(value)).decode()
         else:
-            out[key] = _b64_ids(value, path, problems)
+            out[key] = _b64_ids(value, path, problems, depth + 1)
     return out
 
 
-def _requests(text: str, name: str) -> Iterator[tuple[str, Any]]:
-    """The file's export requests as (location, parsed JSON): one document, or JSON lines."""
-    try:
-        yield "", json.loads(text)
-        return
-    except json.JSONDecodeError as whole_error:
-        lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
-        if len(lines) < 2:
-            raise StoreError(
-                f"{name} is not valid OTLP/JSON: malformed or truncated JSON ({whole_error})"
+# Spans a file may hold to be written in one store transaction (all or nothing). A larger file is
+# validated whole first (a streaming pass that keeps nothing), then read again and written in
+# batches of this size: memory stays bounded whatever the file's size.
+BATCH_SPANS = 20_000
+BATCH_CHARS = 16 << 20  # characters of span JSON per batch
+
+# Nesting levels above a span: request, resourceSpans, ResourceSpans, scopeSpans, ScopeSpans, spans.
+_SPAN_DEPTH = 7
+_RESOURCE_DEPTH = 4
+
+
+@dataclass
+class _Late:
+    """Resources and scopes written after their spans (JSON keys are unordered): found by the
+    first pass, applied by the second, so spans can stream whatever the key order."""
+
+    resources: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
+    scopes: dict[tuple[int, int, int], str | None] = field(default_factory=dict)
+
+
+_Key = tuple[int, int, int]  # (document, resourceSpans index, scopeSpans index)
+
+
+class _OtlpReader:
+    """One streaming pass over an OTLP/JSON (or JSON-lines) file, yielding validated spans."""
+
+    def __init__(self, file: Path, late: _Late | None = None) -> None:
+        self.file = file
+        self.name = str(file)
+        self.given = late or _Late()
+        self.found = _Late()
+        self._stream: JsonStream | None = None
+        self._doc = 0
+
+    @property
+    def offset(self) -> int:
+        return self._stream.offset if self._stream is not None else 0
+
+    def _invalid(self, where: str, detail: str) -> StoreError:
+        return StoreError(f"{self.name} is not valid OTLP/JSON: {where}{detail}")
+
+    def records(self) -> Iterator[tuple[_Key, SpanRecord]]:
+        try:
+            with self.file.open(encoding="utf-8-sig", newline="") as handle:
+                src = self._stream = JsonStream(handle)
+                if src.peek() == "":
+                    raise self._invalid("", "the file is empty")
+                while src.peek() != "":
+                    where = "" if self._doc == 0 else f"line {src.location()[0]}: "
+                    yield from self._document(src, where)
+                    self._doc += 1
+        except UnicodeDecodeError as exc:
+            raise self._invalid("", f"not UTF-8 text ({exc})") from None
+        except JsonStreamError as exc:
+            if exc.too_deep:
+                raise self._invalid("", f"JSON {exc.msg} at line {exc.line} column {exc.column}") from None
+            if self._doc == 0:
+                raise self._invalid("", f"malformed or truncated JSON ({exc})") from None
+            raise self._invalid(
+                "",
+                f"neither one JSON document nor JSON lines (line {exc.line}: {exc.msg}, column {exc.column})",
             ) from None
-        for number, line in lines:
-            try:
-                parsed = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise StoreError(
-                    f"{name} is not valid OTLP/JSON: neither one JSON document ({whole_error}) nor JSON lines "
-                    f"(line {number}: {exc})"
-                ) from None
-            yield f"line {number}: ", parsed
+
+    def _document(self, src: JsonStream, where: str) -> Iterator[tuple[_Key, SpanRecord]]:
+        expected = "expected an object with a 'resourceSpans' list (an ExportTraceServiceRequest)"
+        if src.peek() != "{":
+            raise self._invalid(where, f"{expected}, got {type(src.value()).__name__}")
+        others: list[str] = []
+        found = False
+        for key in src.members():
+            if key in ("resourceSpans", "resource_spans"):
+                found = True
+                yield from self._list(src, where, key, self._resource_spans)
+            else:
+                others.append(key)
+                src.skip()
+        if not found:
+            raise self._invalid(where, f"{expected}, got dict with keys {sorted(others)[:5]}")
+
+    def _list(
+        self,
+        src: JsonStream,
+        where: str,
+        path: str,
+        each: Callable[[JsonStream, str, int, str], Iterator[Any]],
+    ) -> Iterator[Any]:
+        if src.peek() != "[":
+            value = src.value()
+            if value is None:
+                return
+            raise self._invalid(where, f"{path} must be a list, got {type(value).__name__}")
+        for index in src.elements():
+            yield from each(src, where, index, f"{path}[{index}]")
+
+    def _resource_spans(
+        self, src: JsonStream, where: str, r: int, path: str
+    ) -> Iterator[tuple[_Key, SpanRecord]]:
+        if src.peek() != "{":
+            raise self._invalid(where, f"{path} must be an object, got {type(src.value()).__name__}")
+        key = (self._doc, r)
+        resource = self.given.resources.get(key, {})
+        streamed = False
+        for name in src.members():
+            if name == "resource":
+                resource = self._resource(src.value(), where, f"{path}.resource")
+                if streamed:
+                    self.found.resources[key] = resource
+            elif name in ("scopeSpans", "scope_spans"):
+                streamed = True
+                current = resource
+
+                def scope_spans(
+                    src: JsonStream, where: str, s: int, spath: str, current: dict[str, Any] = current
+                ) -> Iterator[tuple[_Key, SpanRecord]]:
+                    return self._scope_spans(src, where, (self._doc, r, s), spath, current)
+
+                yield from self._list(src, where, f"{path}.{name}", scope_spans)
+            else:
+                src.skip()
+
+    def _resource(self, value: Any, where: str, path: str) -> dict[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self._invalid(where, f"{path} must be an object, got {type(value).__name__}")
+        try:
+            check_depth(value, _RESOURCE_DEPTH)
+        except ValueError as exc:
+            raise self._invalid(where, f"{path} is {exc}") from None
+        message = resource_pb2.Resource()
+        try:
+            json_format.ParseDict(value, message, ignore_unknown_fields=True)
+        except json_format.ParseError as exc:
+            raise self._invalid(where, f"{path}: {exc}") from None
+        return _attributes(message.attributes)
+
+    def _scope_spans(
+        self, src: JsonStream, where: str, key: _Key, path: str, resource: dict[str, Any]
+    ) -> Iterator[tuple[_Key, SpanRecord]]:
+        if src.peek() != "{":
+            raise self._invalid(where, f"{path} must be an object, got {type(src.value()).__name__}")
+        scope = self.given.scopes.get(key)
+        streamed = False
+        for name in src.members():
+            if name == "scope":
+                value = src.value()
+                scope = (value.get("name") or None) if isinstance(value, dict) else None
+                if scope is not None and not isinstance(scope, str):
+                    raise self._invalid(where, f"{path}.scope.name must be a string, got {scope!r}")
+                if streamed:
+                    self.found.scopes[key] = scope
+            elif name == "spans":
+                streamed = True
+                current = scope
+
+                def span(
+                    src: JsonStream, where: str, n: int, spath: str, current: str | None = current
+                ) -> Iterator[tuple[_Key, SpanRecord]]:
+                    yield key, self._span(src.value(), where, spath, resource, current)
+
+                yield from self._list(src, where, f"{path}.spans", span)
+            else:
+                src.skip()
+
+    def _span(
+        self, value: Any, where: str, path: str, resource: dict[str, Any], scope: str | None
+    ) -> SpanRecord:
+        if not isinstance(value, dict):
+            raise self._invalid(where, f"{path} must be an object, got {type(value).__name__}")
+        problems: list[str] = []
+        try:
+            converted = _b64_ids(value, path, problems, _SPAN_DEPTH)
+        except _TooDeep:
+            raise self._invalid(
+                where, f"{path} is nested deeper than {MAX_DEPTH} levels (the import limit)"
+            ) from None
+        if problems:
+            extra = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+            raise self._invalid(where, "; ".join(problems[:3]) + extra)
+        span = trace_pb2.Span()
+        try:
+            json_format.ParseDict(converted, span, ignore_unknown_fields=True)
+        except json_format.ParseError as exc:
+            raise self._invalid(where, f"{path}: {exc}") from None
+        if not span.trace_id or not span.span_id:
+            raise self._invalid(where, f"{path} has no traceId or spanId")
+        try:
+            return SpanRecord(
+                trace_id=span.trace_id.hex(),
+                span_id=span.span_id.hex(),
+                parent_span_id=span.parent_span_id.hex() or None,
+                name=span.name,
+                kind=_PROTO_TO_KIND.get(span.kind, "INTERNAL"),
+                start_time_ns=span.start_time_unix_nano,
+                end_time_ns=span.end_time_unix_nano or None,
+                status_code=_PROTO_TO_STATUS.get(span.status.code, "UNSET"),
+                status_message=span.status.message or None,
+                attributes=_attributes(span.attributes),
+                events=[
+                    SpanEvent(name=e.name, time_ns=e.time_unix_nano, attributes=_attributes(e.attributes))
+                    for e in span.events
+                ],
+                links=[
+                    SpanLink(
+                        trace_id=link.trace_id.hex(),
+                        span_id=link.span_id.hex(),
+                        attributes=_attributes(link.attributes),
+                    )
+                    for link in span.links
+                ],
+                resource=resource,
+                scope=scope,
+            )
+        except ValidationError as exc:
+            raise self._invalid(where, f"{path}: {exc.errors()[0]['msg']}") from None
+
+    def patched(self, held: list[tuple[_Key, SpanRecord]]) -> list[SpanRecord]:
+        """``held`` with the resources and scopes the pass found after their spans applied."""
+        out = []
+        for (doc, r, s), record in held:
+            if (doc, r) in self.found.resources:
+                record.resource = self.found.resources[(doc, r)]
+            if (doc, r, s) in self.found.scopes:
+                record.scope = self.found.scopes[(doc, r, s)]
+            out.append(record)
+        return out
+
+
+def _existing(path: str | os.PathLike[str]) -> Path:
+    file = Path(path)
+    if not file.is_file():
+        raise FileNotFoundError(f"OTLP/JSON file not found: {file}")
+    return file
 
 
 def read_otlp_json(path: str | os.PathLike[str]) -> list[SpanRecord]:
     """Parse and validate an OTLP/JSON (or JSON-lines) file into spans; StoreError naming the file
-    and the problem when anything in it is invalid."""
-    file = Path(path)
-    if not file.is_file():
-        raise FileNotFoundError(f"OTLP/JSON file not found: {file}")
-    try:
-        text = file.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise StoreError(f"{file} is not valid OTLP/JSON: not UTF-8 text ({exc})") from None
-    if not text.strip():
-        raise StoreError(f"{file} is not valid OTLP/JSON: the file is empty")
-    records: list[SpanRecord] = []
-    for where, document in _requests(text, str(file)):
-        if not isinstance(document, dict) or not ({"resourceSpans", "resource_spans"} & document.keys()):
-            raise StoreError(
-                f"{file} is not valid OTLP/JSON: {where}expected an object with a 'resourceSpans' list "
-                f"(an ExportTraceServiceRequest), got {type(document).__name__}"
-                + (f" with keys {sorted(document)[:5]}" if isinstance(document, dict) else "")
-            )
-        problems: list[str] = []
-        converted = _b64_ids(document, "", problems)
-        if problems:
-            extra = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
-            raise StoreError(f"{file} is not valid OTLP/JSON: {where}" + "; ".join(problems[:3]) + extra)
-        request = ExportTraceServiceRequest()
-        try:
-            json_format.ParseDict(converted, request, ignore_unknown_fields=True)
-        except json_format.ParseError as exc:
-            raise StoreError(f"{file} is not valid OTLP/JSON: {where}{exc}") from None
-        records.extend(_records(request, str(file), where))
-    return records
-
-
-def _records(request: ExportTraceServiceRequest, name: str, where: str) -> Iterator[SpanRecord]:
-    for r, resource_spans in enumerate(request.resource_spans):
-        resource = _attributes(resource_spans.resource.attributes)
-        for s, scope_spans in enumerate(resource_spans.scope_spans):
-            scope = scope_spans.scope.name or None
-            for n, span in enumerate(scope_spans.spans):
-                location = f"{where}resourceSpans[{r}].scopeSpans[{s}].spans[{n}]"
-                if not span.trace_id or not span.span_id:
-                    raise StoreError(f"{name} is not valid OTLP/JSON: {location} has no traceId or spanId")
-                try:
-                    yield SpanRecord(
-                        trace_id=span.trace_id.hex(),
-                        span_id=span.span_id.hex(),
-                        parent_span_id=span.parent_span_id.hex() or None,
-                        name=span.name,
-                        kind=_PROTO_TO_KIND.get(span.kind, "INTERNAL"),
-                        start_time_ns=span.start_time_unix_nano,
-                        end_time_ns=span.end_time_unix_nano or None,
-                        status_code=_PROTO_TO_STATUS.get(span.status.code, "UNSET"),
-                        status_message=span.status.message or None,
-                        attributes=_attributes(span.attributes),
-                        events=[
-                            SpanEvent(
-                                name=e.name, time_ns=e.time_unix_nano, attributes=_attributes(e.attributes)
-                            )
-                            for e in span.events
-                        ],
-                        links=[
-                            SpanLink(
-                                trace_id=link.trace_id.hex(),
-                                span_id=link.span_id.hex(),
-                                attributes=_attributes(link.attributes),
-                            )
-                            for link in span.links
-                        ],
-                        resource=resource,
-                        scope=scope,
-                    )
-                except ValidationError as exc:
-                    raise StoreError(
-                        f"{name} is not valid OTLP/JSON: {location}: {exc.errors()[0]['msg']}"
-                    ) from None
+    and the problem when anything in it is invalid. (The whole list is in memory: to load a large
+    file into a store, use :func:`import_otlp_json`, which streams.)"""
+    reader = _OtlpReader(_existing(path))
+    return reader.patched(list(reader.records()))
 
 
 def import_otlp_json(store: SpanStore, path: str | os.PathLike[str]) -> list[str]:
-    """Validate the whole file, then write all its spans in one transaction.
+    """Validate the whole file, then write its spans.
 
     Returns the run ids (trace ids) the file held, in order of first appearance. An invalid file
-    raises :class:`StoreError` (FileNotFoundError when missing) and writes nothing.
+    raises :class:`StoreError` (FileNotFoundError when missing) and writes nothing. A file of at
+    most :data:`BATCH_SPANS` spans (and :data:`BATCH_CHARS` characters of them) is written in one
+    transaction; a larger one is streamed: validated in one pass, then written batch by batch in
+    a second, so memory does not grow with the file.
     """
-    records = read_otlp_json(path)
-    store.write_spans(records)
-    return list(dict.fromkeys(r.trace_id for r in records))
+    file = _existing(path)
+    before = stamp(file)
+    first = _OtlpReader(file)
+    held: list[tuple[_Key, SpanRecord]] | None = []
+    run_ids: dict[str, None] = {}
+    for key, record in first.records():
+        run_ids.setdefault(record.trace_id)
+        if held is not None:
+            held.append((key, record))
+            if len(held) > BATCH_SPANS or first.offset > BATCH_CHARS:
+                held = None  # too large to hold: keep validating, write in a second pass
+    if held is not None:
+        store.write_spans(first.patched(held))
+        return list(run_ids)
+    second = _OtlpReader(file, first.found)
+    write_batches(
+        store,
+        str(file),
+        (record for _key, record in second.records()),
+        lambda: second.offset,
+        before=before,
+        batch_spans=BATCH_SPANS,
+        batch_chars=BATCH_CHARS,
+    )
+    return list(run_ids)

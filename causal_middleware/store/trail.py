@@ -23,6 +23,14 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from causal_middleware.spans.record import SpanEvent, SpanLink, SpanRecord
+from causal_middleware.store._jsonstream import (
+    MAX_DEPTH,
+    JsonStream,
+    JsonStreamError,
+    check_depth,
+    stamp,
+    write_batches,
+)
 from causal_middleware.store.base import SpanStore, StoreError
 
 __all__ = ["import_trail_trace", "read_trail_trace"]
@@ -57,17 +65,6 @@ def _duration_ns(duration: Any, where: str) -> int | None:
     except InvalidOperation:
         raise ValueError(f"{where}: bad ISO 8601 duration {duration!r}") from None
     return int(total * 1_000_000_000)
-
-
-def _flatten(spans: Any, where: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    if not isinstance(spans, list):
-        raise ValueError(f"{where} must be a list of spans, got {type(spans).__name__}")
-    for i, span in enumerate(spans):
-        path = f"{where}[{i}]"
-        if not isinstance(span, Mapping):
-            raise ValueError(f"{path} must be an object, got {type(span).__name__}")
-        yield path, span
-        yield from _flatten(span.get("child_spans") or [], f"{path}.child_spans")
 
 
 def _record(trace_id: str, span: Mapping[str, Any], where: str) -> SpanRecord:
@@ -123,36 +120,178 @@ def _record(trace_id: str, span: Mapping[str, Any], where: str) -> SpanRecord:
     )
 
 
-def read_trail_trace(path: str | os.PathLike[str]) -> list[SpanRecord]:
-    """Parse one TRAIL trace file into spans; StoreError naming the file and problem when invalid."""
+# Spans a trace may hold to be written in one store transaction; a larger file is validated whole
+# (a streaming pass that keeps nothing), then read again and written in batches.
+BATCH_SPANS = 20_000
+BATCH_CHARS = 16 << 20
+_PLACEHOLDER_TRACE = "0" * 31 + "1"  # stands in for a document trace_id written after the spans
+
+
+class _TrailReader:
+    """One streaming pass over a TRAIL trace file: yields ``(pre-order index, record)`` per span,
+    each span once its object (children included) has been read."""
+
+    def __init__(self, file: Path, trace_id: str | None = None) -> None:
+        self.file = file
+        self.name = str(file)
+        self.trace_id = trace_id  # the document's; given to a second pass when it came late
+        self.late_trace = False  # a span needed the document's trace_id before it was read
+        self.borrowed: list[int] = []  # indexes of spans that took the document's trace_id
+        self._count = 0
+        self._stream: JsonStream | None = None
+
+    @property
+    def offset(self) -> int:
+        return self._stream.offset if self._stream is not None else 0
+
+    def _invalid(self, detail: str) -> StoreError:
+        return StoreError(f"{self.name} is not a valid TRAIL trace: {detail}")
+
+    def records(self) -> Iterator[tuple[int, SpanRecord]]:
+        try:
+            with self.file.open(encoding="utf-8-sig", newline="") as handle:
+                src = self._stream = JsonStream(handle)
+                yield from self._document(src)
+                if src.peek() != "":
+                    raise src.error("Extra data")
+        except UnicodeDecodeError as exc:
+            raise self._invalid(f"malformed JSON (not UTF-8 text: {exc})") from None
+        except JsonStreamError as exc:
+            if exc.too_deep:
+                raise self._invalid(f"JSON {exc.msg} at line {exc.line} column {exc.column}") from None
+            raise self._invalid(f"malformed JSON ({exc})") from None
+        except ValueError as exc:
+            if isinstance(exc, StoreError):
+                raise
+            raise self._invalid(str(exc)) from None
+
+    def _document(self, src: JsonStream) -> Iterator[tuple[int, SpanRecord]]:
+        shape = f"{self.name} is not a TRAIL trace: expected an object with 'trace_id' and 'spans'"
+        if src.peek() != "{":
+            src.skip()
+            raise StoreError(shape)
+        seen: set[str] = set()
+        for key in src.members():
+            seen.add(key)
+            if key == "trace_id":
+                value = src.value()
+                self.trace_id = str(value)
+            elif key == "spans" and "trace_id" not in seen and self.trace_id is None:
+                self.late_trace = True
+                yield from self._spans(src, "spans", 2)
+            elif key == "spans":
+                yield from self._spans(src, "spans", 2)
+            else:
+                src.skip()
+        if not {"trace_id", "spans"} <= seen:
+            raise StoreError(shape)
+        if self._count == 0:
+            raise self._invalid("it holds no spans")
+
+    def _spans(self, src: JsonStream, where: str, depth: int) -> Iterator[tuple[int, SpanRecord]]:
+        if depth > MAX_DEPTH:
+            raise ValueError(f"{where} is nested deeper than {MAX_DEPTH} levels (the import limit)")
+        if src.peek() != "[":
+            value = src.value()
+            if where != "spans" and not value:  # `child_spans: null` (or absent) means none
+                return
+            raise ValueError(f"{where} must be a list of spans, got {type(value).__name__}")
+        for i in src.elements():
+            yield from self._span(src, f"{where}[{i}]", depth + 1)
+
+    def _span(self, src: JsonStream, where: str, depth: int) -> Iterator[tuple[int, SpanRecord]]:
+        if src.peek() != "{":
+            raise ValueError(f"{where} must be an object, got {type(src.value()).__name__}")
+        index = self._count
+        self._count += 1
+        fields: dict[str, Any] = {}
+        for key in src.members():
+            if key == "child_spans":
+                yield from self._spans(src, f"{where}.child_spans", depth + 1)
+            else:
+                value = src.value()
+                try:
+                    check_depth(value, depth + 1)
+                except ValueError as exc:
+                    raise ValueError(f"{where}.{key} is {exc}") from None
+                fields[key] = value
+        borrowed = not fields.get("trace_id")
+        trace_id = self.trace_id
+        if borrowed:
+            self.borrowed.append(index)
+            if trace_id is None:
+                trace_id = _PLACEHOLDER_TRACE  # checked once the document's trace_id is read
+        try:
+            yield index, _record(str(trace_id), fields, where)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            field = ".".join(str(p) for p in error["loc"])
+            raise ValueError(f"{where}: {field}: {error['msg']}") from None
+        except (TypeError, AttributeError) as exc:
+            raise ValueError(f"{where}: {exc}") from None
+
+    def patched(self, held: list[tuple[int, SpanRecord]]) -> list[SpanRecord]:
+        """``held`` in file (pre-)order, with the document's trace_id given to the spans that
+        borrowed it before it was read."""
+        self.check_late_trace()
+        if self.late_trace and self.borrowed:
+            borrowed = set(self.borrowed)
+            for index, record in held:
+                if index in borrowed:
+                    record.trace_id = str(self.trace_id)
+        return [record for _index, record in sorted(held, key=lambda item: item[0])]
+
+    def check_late_trace(self) -> None:
+        """A document trace_id read after the spans that use it must still be a valid span trace id."""
+        if self.late_trace and self.borrowed and not re.fullmatch(r"[0-9a-f]{32}", str(self.trace_id)):
+            raise self._invalid(
+                f"trace_id {self.trace_id!r} (used by spans without their own) must be 32 lowercase hex digits"
+            )
+
+
+def _existing(path: str | os.PathLike[str]) -> Path:
     file = Path(path)
     if not file.is_file():
         raise FileNotFoundError(f"TRAIL trace file not found: {file}")
-    try:
-        document = json.loads(file.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise StoreError(f"{file} is not a valid TRAIL trace: malformed JSON ({exc})") from None
-    if not isinstance(document, Mapping) or "spans" not in document or "trace_id" not in document:
-        raise StoreError(f"{file} is not a TRAIL trace: expected an object with 'trace_id' and 'spans'")
-    trace_id = str(document["trace_id"])
-    records = []
-    try:
-        for where, span in _flatten(document["spans"], "spans"):
-            try:
-                records.append(_record(trace_id, span, where))
-            except ValidationError as exc:
-                error = exc.errors()[0]
-                field = ".".join(str(p) for p in error["loc"])
-                raise ValueError(f"{where}: {field}: {error['msg']}") from None
-    except ValueError as exc:
-        raise StoreError(f"{file} is not a valid TRAIL trace: {exc}") from None
-    if not records:
-        raise StoreError(f"{file} is not a valid TRAIL trace: it holds no spans")
-    return records
+    return file
+
+
+def read_trail_trace(path: str | os.PathLike[str]) -> list[SpanRecord]:
+    """Parse one TRAIL trace file into spans (parents before children, as in the file); StoreError
+    naming the file and problem when invalid. (The whole list is in memory: to load a large file
+    into a store, use :func:`import_trail_trace`, which streams.)"""
+    reader = _TrailReader(_existing(path))
+    return reader.patched(list(reader.records()))
 
 
 def import_trail_trace(store: SpanStore, path: str | os.PathLike[str]) -> str:
-    """Load one TRAIL trace file into ``store`` in one transaction; returns its run id (trace id)."""
-    records = read_trail_trace(path)
-    store.write_spans(records)
-    return records[0].trace_id
+    """Load one TRAIL trace file into ``store``; returns its run id (the document's trace id).
+
+    An invalid file writes nothing. A trace of at most :data:`BATCH_SPANS` spans is written in one
+    transaction; a larger one is validated in one streaming pass, then written batch by batch.
+    """
+    file = _existing(path)
+    before = stamp(file)
+    first = _TrailReader(file)
+    held: list[tuple[int, SpanRecord]] | None = []
+    for item in first.records():
+        if held is not None:
+            held.append(item)
+            if len(held) > BATCH_SPANS or first.offset > BATCH_CHARS:
+                held = None
+    first.check_late_trace()
+    if held is not None:
+        records = first.patched(held)
+        store.write_spans(records)
+        return records[0].trace_id
+    second = _TrailReader(file, trace_id=first.trace_id)
+    write_batches(
+        store,
+        str(file),
+        (record for _index, record in second.records()),
+        lambda: second.offset,
+        before=before,
+        batch_spans=BATCH_SPANS,
+        batch_chars=BATCH_CHARS,
+    )
+    return str(first.trace_id)

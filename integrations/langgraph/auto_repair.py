@@ -70,7 +70,7 @@ def repair_on_failure(
         if graph.store is None:
             raise ValueError("repair_on_failure needs a local span store: instrument(graph, store=...)")
         service = RepairService(
-            backend=Replayer(graph),
+            backend=Replayer(graph, refused_side_effects="withhold"),
             proposer=proposer if proposer is not None else trace_proposer_for(graph),
             verifier=verifier if verifier is not None else ReferenceVerifier(),
             store=graph.store,

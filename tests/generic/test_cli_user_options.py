@@ -33,7 +33,7 @@ class Scripted(BaseChatModel):
     def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
         prompt = str(messages[-1].content)
         PROMPTS.append(prompt)
-        wanted = "'retrieve'" in prompt and "seo/curie" in prompt
+        wanted = ('"retrieve"' in prompt or "'retrieve'" in prompt) and "seo/curie" in prompt
         import json
         text = json.dumps(FIX) if wanted else "[]"
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])

@@ -150,7 +150,9 @@ def build_custom(checkpointer: Any, store: Any) -> Shape:
         text = ",".join(d["id"] for d in state["docs"])
         if any(d["id"].startswith("URGENT") for d in state["docs"]):
             page_oncall.invoke({"text": text})
-        return {"answer": text, "receipt": send_report.invoke({"text": text})}
+        # the report's arguments do not depend on the documents: forks that change them still match
+        # the recorded call (a call with changed arguments is refused, see tests/reliability_io)
+        return {"answer": text, "receipt": send_report.invoke({"text": "daily report"})}
 
     @side_effecting
     def notify(state: CustomState) -> dict[str, Any]:
@@ -191,7 +193,8 @@ class AuditedRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
     ) -> list[Document]:
-        self.audit.invoke({"query": query}, config={"callbacks": run_manager.get_child()})
+        # one audit entry per retrieval, the same arguments whatever the query (forks change queries)
+        self.audit.invoke({"query": "retrieval"}, config={"callbacks": run_manager.get_child()})
         return self.inner.invoke(query, config={"callbacks": run_manager.get_child()})
 
 
@@ -262,7 +265,7 @@ class ScriptedReActModel(BaseChatModel):
             calls = [{"name": "search", "args": {"query": f"q{n + 1}"}, "id": f"call{n + 1}"}]
             message = AIMessage(content="", tool_calls=calls)
         elif n == 2:
-            calls = [{"name": "send_email", "args": {"to": "boss", "body": "|".join(results)}, "id": "call3"}]
+            calls = [{"name": "send_email", "args": {"to": "boss", "body": "weekly summary"}, "id": "call3"}]
             message = AIMessage(content="", tool_calls=calls)
         else:
             message = AIMessage(content="final: " + "|".join(results[:2]))

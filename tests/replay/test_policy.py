@@ -24,19 +24,26 @@ RECORDED = [
 ]
 
 
-def test_recorded_output_matches_args_first_then_call_order() -> None:
+def test_recorded_output_matches_by_name_and_args_only() -> None:
     policy = ForkPolicy(recorded=RECORDED)
     assert policy.recorded_output("send", {"to": "b"}) == "sent-b"  # same args, out of order
-    assert policy.recorded_output("send", {"to": "zzz"}) == "sent-a"  # next unused call of the tool
     with pytest.raises(SideEffectBlockedError, match="'send'") as info:
-        policy.recorded_output("send", {"to": "a"})  # both recorded calls are used up
+        policy.recorded_output("send", {"to": "zzz"})  # changed args: never another call's output
     assert isinstance(info.value, ReplayError) and info.value.name == "send"
+    assert "{'to': 'a'}" in str(info.value)  # names the recorded call it did not match
+    assert policy.recorded_output("send", {"to": "a"}) == "sent-a"
+    with pytest.raises(SideEffectBlockedError):
+        policy.recorded_output("send", {"to": "a"})  # each recorded call serves once
     summary = policy.summary()
     assert [(s["args"], s["matched_by"], s["recorded_step"]) for s in summary["served"]] == [
         ({"to": "b"}, "args", 6),
-        ({"to": "zzz"}, "order", 4),
+        ({"to": "a"}, "args", 4),
     ]
-    assert summary["blocked"] == ["send"]
+    assert summary["blocked"] == ["send", "send"]
+    assert [(r["args"], r["reason"]) for r in summary["refused"]] == [
+        ({"to": "zzz"}, "changed_args"),
+        ({"to": "a"}, "unrecorded"),
+    ]
 
 
 def test_guard_calls_through_outside_forks_and_when_allowed() -> None:

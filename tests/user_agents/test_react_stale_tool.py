@@ -12,8 +12,10 @@ stale, "Dana Reyes" instead of "Priya Natarajan"), pages that engineer (``send_p
 * Repaired offline after the roster row was corrected: ``tool_runner(ig)`` re-runs the lookup
   live (never ``send_page``), the generic intervention space proposes its fresh output, and the
   evidence names the tool and the state key it changed.
-* In every fork the agent pages again, and the replayer serves ``send_page`` its recorded output:
-  the pager's real call count stays exactly what the original run did (one).
+* In every repaired fork the agent pages the *right* engineer: a call the parent never made, so the
+  replayer refuses it (withheld: the agent is told the page was not sent) instead of serving the
+  recorded page of the wrong engineer; the pager's real call count stays exactly what the original
+  run did (one).
 * With the LLM proposer the blamed step's evidence must still name the stale tool and the state
   key changed (``lookup_oncall``, the ``messages`` entry), as the live re-run's does.
 """
@@ -116,10 +118,11 @@ def test_llm_repair_is_validated_and_never_refires_the_side_effecting_tool(recor
     assert repair.fork_run_id is not None
     fork = run.store.get_trajectory(repair.fork_run_id)
     assert fork.is_counterfactual and fork.answer == ANSWER_AFTER
-    # the fork paged "again": served from the record, never executed
+    # the fork paged the right engineer: a call the parent never made, withheld, never executed,
+    # and never answered with the recorded page of the wrong engineer
     effects = side_effects_of(run, repair.fork_run_id)
-    assert effects["allowed"] is False and effects["executed"] == [] and effects["blocked"] == []
-    assert [s["name"] for s in effects["served"]] == ["send_page"]
+    assert effects["allowed"] is False and effects["executed"] == [] and effects["served"] == []
+    assert effects["blocked"] == ["send_page"] and effects["refused"][0]["reason"] == "changed_args"
     assert world.pages == ORIGINAL_PAGES
     # the model was asked about the first model step, then the lookup's tools step, then stopped
     assert model.asked[:2] == ["model", "tools"]
@@ -162,7 +165,7 @@ def test_after_the_row_is_fixed_the_offline_repair_reruns_the_lookup_not_the_pag
     assert repair.fork_run_id is not None
     assert run.store.get_trajectory(repair.fork_run_id).answer == ANSWER_AFTER
     effects = side_effects_of(run, repair.fork_run_id)
-    assert effects["executed"] == [] and [s["name"] for s in effects["served"]] == ["send_page"]
+    assert effects["executed"] == [] and effects["served"] == [] and effects["blocked"] == ["send_page"]
     assert world.pages == ORIGINAL_PAGES
     assert "lookup_oncall" in result.explanation
 

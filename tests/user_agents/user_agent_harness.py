@@ -46,7 +46,7 @@ class Recorded:
 
     def context(self, **extra: Any) -> DiagnosisContext:
         return DiagnosisContext(
-            backend=Replayer(self.ig),
+            backend=Replayer(self.ig, refused_side_effects="withhold"),
             index=index_for_graph(self.ig),
             reference=self.reference,
             rerun_tool=tool_runner(self.ig),
@@ -61,7 +61,7 @@ class Recorded:
             proposer = TraceProposer(index_for_graph(self.ig), rerun_tool=tool_runner(self.ig))
         return repair_run(
             self.trajectory,
-            backend=Replayer(self.ig),
+            backend=Replayer(self.ig, refused_side_effects="withhold"),
             proposer=proposer,
             verifier=ReferenceVerifier(self.reference),
             store=self.store,

@@ -8,9 +8,9 @@ return ``output`` without running (its span gets ``causal.node.frozen=true``).
   recorded for the same ``(node, langgraph_step)`` (the set names nodes, every execution of them,
   or ``"node@step"``: that execution only, so a loop's later hops stay frozen); when the fork's path has diverged and there
   is no such record, the node runs live and the divergence is reported.
-* every mode: a side-effecting node returns its recorded output (same step, else the next
-  unused execution of that node, in order) or raises ``SideEffectBlockedError``, unless the fork
-  allows side effects.
+* every mode: a side-effecting node returns the output the parent recorded for the same
+  ``(node, langgraph_step)``, or raises ``SideEffectBlockedError`` (never another execution's
+  output, which would claim an effect that did not happen), unless the fork allows side effects.
 
 Nodes inside a subgraph are never overridden on their own: freezing the subgraph's node in the
 parent graph already covers them.
@@ -66,6 +66,7 @@ class SuffixOverride:
         self.live: list[tuple[str, int | None]] = []
         self.diverged: list[tuple[str, int | None]] = []
         self.served_side_effects: list[tuple[str, int | None]] = []
+        self.refused_side_effects: list[tuple[str, int | None]] = []
 
     def _take(self, node: str, step: int | None, *, by_order: bool) -> tuple[bool, Any]:
         with self._lock:
@@ -101,9 +102,25 @@ class SuffixOverride:
         step = self._parent_step(metadata.get("langgraph_step"))
         blocked_side_effect = node in self.side_effecting and not self.allow_side_effects
         if blocked_side_effect:
-            found, output = self._take(node, step, by_order=True)
+            # only the execution at the same step: serving another execution's output "by order"
+            # would claim an effect that never happened (see ForkPolicy for tools)
+            found, output = self._take(node, step, by_order=False)
             if not found:
-                raise SideEffectBlockedError(node, kind="node", detail=f" at step {step}")
+                with self._lock:
+                    self.refused_side_effects.append((node, step))
+                    others = sorted(
+                        {
+                            t.langgraph_step
+                            for i, t in enumerate(self._recorded)
+                            if t.node == node and i not in self._used
+                        }
+                    )
+                detail = f" at step {step}" + (
+                    f" (it ran at step(s) {others}; a fork never serves one execution's output for another)"
+                    if others
+                    else ""
+                )
+                raise SideEffectBlockedError(node, kind="node", detail=detail)
             with self._lock:
                 self.served_side_effects.append((node, step))
                 self.frozen.append((node, step))
@@ -127,5 +144,6 @@ class SuffixOverride:
                 "live": [list(x) for x in self.live],
                 "diverged": [list(x) for x in self.diverged],
                 "side_effecting_served": [list(x) for x in self.served_side_effects],
+                "side_effecting_refused": [list(x) for x in self.refused_side_effects],
                 "step_offset": self.step_offset or 0,
             }

@@ -93,6 +93,11 @@ class Replayer:
             forks of it use); ``"thread"`` a copy from the thread's root (the fork thread's
             history then shows the whole conversation; the copy grows with the thread). Graphs
             with ``DeltaChannel`` state always copy from the root.
+        refused_side_effects: what a side-effecting tool call the fork may not serve (its arguments
+            changed, or the parent never made it) does: ``"raise"`` (default) ends the fork with
+            ``SideEffectBlockedError``; ``"withhold"`` answers the agent with a notice that the call
+            was not executed and lets the suffix finish (diagnosis and repair probes use this). The
+            refusal is in the fork's labels either way; the effect never happens.
 
     Every fork runs on a thread of its own (``"<parent thread>::fork-<12 hex>"``, the fork
     trajectory's ``thread_id``) holding a copy of the parent's branch up to the fork point, so the
@@ -112,6 +117,7 @@ class Replayer:
         side_effecting: Iterable[str] = (),
         answer_nodes: Iterable[str] | None = None,
         fork_history: Literal["run", "thread"] = "run",
+        refused_side_effects: Literal["raise", "withhold"] = "raise",
     ) -> None:
         if not isinstance(graph, InstrumentedGraph):
             raise TypeError(
@@ -135,6 +141,11 @@ class Replayer:
         self.graph = graph
         self.max_concurrency = max_concurrency
         self.fork_history = fork_history
+        if refused_side_effects not in ("raise", "withhold"):
+            raise ValueError(
+                f"refused_side_effects must be 'raise' or 'withhold', got {refused_side_effects!r}"
+            )
+        self.refused_side_effects = refused_side_effects
         self._copy_from_root = fork_history == "thread" or has_delta_channels(graph.graph)
         info = graph.handler.info
         self._node_names = frozenset(info.node_names)
@@ -519,6 +530,7 @@ class Replayer:
             allow_side_effects=plan.request.allow_side_effects,
             recorded=plan.recorded_tools,
             side_effecting=self.side_effecting,
+            withhold=self.refused_side_effects == "withhold",
         )
 
     def _supersteps(self, plan: ForkPlan) -> list[list[StateUpdate]]:

@@ -3,8 +3,10 @@
 :func:`install_tool_guard` wraps a LangChain tool in place so that each call goes through
 :func:`causal_middleware.replay.policy.guard_side_effect`: outside a fork nothing changes (one
 context-variable read per call); inside a fork that forbids side effects the tool returns the
-parent's recorded output (its callbacks still fire, so the fork's trace shows the call with that
-output) or raises ``SideEffectBlockedError``. :func:`guard_graph_tools` finds the tools a graph
+parent's recorded output of the same call, matched by tool name and arguments (its callbacks still
+fire, so the fork's trace shows the call with that output), or raises ``SideEffectBlockedError``
+when the parent made no such call: a call whose arguments changed is refused, never served another
+call's output. :func:`guard_graph_tools` finds the tools a graph
 references (``ToolNode`` tools, tools closed over by node functions, subgraphs included) and
 guards those marked ``@side_effecting`` or named side-effecting.
 """
@@ -34,27 +36,68 @@ def is_guarded(tool: BaseTool) -> bool:
     return bool(getattr(tool, "__dict__", {}).get(_GUARD_ATTR))
 
 
-def _call_args(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+def _model_args(tool: BaseTool) -> frozenset[str]:
+    """The argument names the model fills in (``tool_call_schema``): injected arguments
+    (``InjectedState``, ``InjectedToolCallId``, the runtime) are not part of a call's identity, and
+    the trace records the call without them."""
+    try:
+        schema = tool.tool_call_schema
+    except Exception:  # a tool whose schema cannot be built: compare every argument
+        return frozenset()
+    if isinstance(schema, dict):
+        return frozenset((schema.get("properties") or {}).keys())
+    fields = getattr(schema, "model_fields", None)
+    return frozenset(fields) if isinstance(fields, dict) else frozenset()
+
+
+def _call_args(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    visible: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
     try:
         bound = inspect.signature(fn).bind_partial(*args, **kwargs)
         named = dict(bound.arguments)
     except (TypeError, ValueError):
         named = {**{f"arg{i}": a for i, a in enumerate(args)}, **kwargs}
-    return {k: v for k, v in named.items() if k not in _INJECTED}
+        visible = frozenset()  # positional fallback names: nothing to filter by
+    if len(named) == 1:  # ``**kwargs``-style functions bind everything to one name
+        (only,) = named
+        param = _param(fn, only)
+        if (
+            param is not None
+            and param.kind is inspect.Parameter.VAR_KEYWORD
+            and isinstance(named[only], dict)
+        ):
+            named = dict(named[only])
+    named = {k: v for k, v in named.items() if k not in _INJECTED}
+    if visible:
+        named = {k: v for k, v in named.items() if k in visible}
+    return named
 
 
-def _guard_sync(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+def _param(fn: Callable[..., Any], name: str) -> inspect.Parameter | None:
+    try:
+        return inspect.signature(fn).parameters.get(name)
+    except (TypeError, ValueError):
+        return None
+
+
+def _guard_sync(name: str, fn: Callable[..., Any], visible: frozenset[str]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        return guard_side_effect(name, _call_args(fn, args, kwargs), lambda: fn(*args, **kwargs))
+        return guard_side_effect(name, _call_args(fn, args, kwargs, visible), lambda: fn(*args, **kwargs))
 
     return guarded
 
 
-def _guard_async(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+def _guard_async(name: str, fn: Callable[..., Any], visible: frozenset[str]) -> Callable[..., Any]:
     @functools.wraps(fn)
     async def guarded(*args: Any, **kwargs: Any) -> Any:
-        return await aguard_side_effect(name, _call_args(fn, args, kwargs), lambda: fn(*args, **kwargs))
+        return await aguard_side_effect(
+            name, _call_args(fn, args, kwargs, visible), lambda: fn(*args, **kwargs)
+        )
 
     return guarded
 
@@ -70,17 +113,18 @@ def install_tool_guard(tool: BaseTool) -> BaseTool:
     if is_guarded(tool):
         return tool
     name = tool.name
+    visible = _model_args(tool)
     func = getattr(tool, "func", None)
     coroutine = getattr(tool, "coroutine", None)
     if func is not None or coroutine is not None:
         if func is not None:
-            tool.func = _guard_sync(name, func)  # type: ignore[attr-defined]
+            tool.func = _guard_sync(name, func, visible)  # type: ignore[attr-defined]
         if coroutine is not None:
-            tool.coroutine = _guard_async(name, coroutine)  # type: ignore[attr-defined]
+            tool.coroutine = _guard_async(name, coroutine, visible)  # type: ignore[attr-defined]
     else:
         # Instance attributes shadow the class's methods; pydantic leaves __dict__ writable.
-        object.__setattr__(tool, "_run", _guard_sync(name, tool._run))
-        object.__setattr__(tool, "_arun", _guard_async(name, tool._arun))
+        object.__setattr__(tool, "_run", _guard_sync(name, tool._run, visible))
+        object.__setattr__(tool, "_arun", _guard_async(name, tool._arun, visible))
     object.__setattr__(tool, _GUARD_ATTR, True)
     return tool
 
