@@ -255,7 +255,9 @@ def test_the_users_correction_is_the_reference_the_repair_is_verified_against(
         proposer_model = proposer.model  # the LLMProposer's own copy (sampling temperature set)
         assert isinstance(proposer_model, ProposerChatModel)
         [model_prompt, tools_prompt] = proposer_model.prompts
-        assert 'Step: node "tools"' in tools_prompt and f'\\"{CORRECTION}\\"' in tools_prompt  # quoted inside the fenced feedback
+        assert (
+            'Step: node "tools"' in tools_prompt and f'\\"{CORRECTION}\\"' in tools_prompt
+        )  # quoted inside the fenced feedback
 
         # the repair span (new trace) links to run 1's root span
         [span] = [
