@@ -2,6 +2,11 @@
 
 Sessions are looked up in the span store (``--store``) as ``context.session`` records (what
 ``context simulate`` writes) or as the runs of a LangGraph thread id.
+
+A user's own workspace declares its layout in ``causal-context.yaml`` (found in ``--workspace``,
+or passed with ``--config``; the workspace is then the folder the config is in unless it says
+``root:``): which files are the prompt, the knowledge base, the skills and the tool descriptions.
+Only those files are read, and only those can be changed by ``apply``.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from langchain_core.language_models import BaseChatModel
 
 from causal_middleware.cli._common import add_json_arg, add_store_arg, print_json
 from causal_middleware.context.apply import apply_recommendation
-from causal_middleware.context.conversation import Conversation
+from causal_middleware.context.conversation import Conversation, align_to_workspace
 from causal_middleware.context.detector import detect
 from causal_middleware.context.recommender import recommend
 from causal_middleware.context.root_cause import Diagnosis, diagnose
@@ -29,7 +34,7 @@ from causal_middleware.context.sessions import (
     session_record,
 )
 from causal_middleware.context.signals import Detection
-from causal_middleware.context.workspace import Workspace
+from causal_middleware.context.workspace import Workspace, config_root
 from causal_middleware.store.sqlite import SqliteSpanStore
 
 
@@ -40,6 +45,7 @@ def register(subparsers: Any) -> None:
 
     p = sub.add_parser("detect", help="dissatisfaction signals of one session")
     p.add_argument("session_id")
+    _workspace_args(p, help_dir="the workspace the session ran on (optional: ties nodes to its files)")
     _mode_args(p)
     add_store_arg(p)
     add_json_arg(p)
@@ -50,6 +56,7 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--method", choices=["holistic", "iterative"], default="holistic", help="default: holistic"
     )
+    _workspace_args(p, help_dir="the workspace the session ran on (optional: resolves paths in it)")
     _mode_args(p)
     add_store_arg(p)
     add_json_arg(p)
@@ -57,8 +64,9 @@ def register(subparsers: Any) -> None:
 
     p = sub.add_parser("recommend", help="explore the workspace and propose a fix (stored; nothing applied)")
     p.add_argument("session_id")
-    p.add_argument(
-        "--workspace", help="the context workspace directory (default: the one the session was simulated on)"
+    _workspace_args(
+        p,
+        help_dir="the context workspace directory (default: the config's, else the one the session was simulated on)",
     )
     p.add_argument("--passive", action="store_true", help="decide from the session alone, without exploring")
     p.add_argument("--method", choices=["holistic", "iterative"], default="holistic")
@@ -69,7 +77,7 @@ def register(subparsers: Any) -> None:
 
     p = sub.add_parser("apply", help="apply a stored recommendation; prints the diff only unless --confirm")
     p.add_argument("recommendation_id")
-    p.add_argument("--workspace", required=True, help="the context workspace directory to change")
+    _workspace_args(p, help_dir="the context workspace directory to change (default: the config's folder)")
     p.add_argument(
         "--confirm", action="store_true", help="really change the files (a backup is written first)"
     )
@@ -86,6 +94,31 @@ def register(subparsers: Any) -> None:
     add_store_arg(p)
     add_json_arg(p)
     p.set_defaults(func=_simulate)
+
+
+def _workspace_args(p: argparse.ArgumentParser, *, help_dir: str) -> None:
+    p.add_argument("--workspace", metavar="DIR", help=help_dir)
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="the workspace config (causal-context.yaml) declaring the prompt, kb, skills and tools "
+        "files; default: the one in the workspace, if any",
+    )
+
+
+def _workspace_dir(args: argparse.Namespace) -> str | None:
+    if getattr(args, "workspace", None):
+        return str(args.workspace)
+    if getattr(args, "config", None):
+        return str(config_root(args.config))
+    return None
+
+
+def _workspace(args: argparse.Namespace, directory: str | None = None) -> Workspace | None:
+    directory = directory or _workspace_dir(args)
+    if not directory:
+        return None
+    return Workspace.from_dir(directory, config=getattr(args, "config", None))
 
 
 def _mode_args(p: argparse.ArgumentParser) -> None:
@@ -108,9 +141,12 @@ def _store(args: argparse.Namespace, *, create: bool = False) -> SqliteSpanStore
     return SqliteSpanStore(args.store, create=create)
 
 
-def _load(args: argparse.Namespace) -> tuple[SqliteSpanStore, Conversation]:
+def _load(
+    args: argparse.Namespace, workspace: Workspace | None = None
+) -> tuple[SqliteSpanStore, Conversation]:
     store = _store(args)
-    return store, load_conversation(store, args.session_id)
+    conv = load_conversation(store, args.session_id)
+    return store, align_to_workspace(conv, workspace) if workspace is not None else conv
 
 
 def _detection(args: argparse.Namespace, conv: Conversation) -> Detection:
@@ -118,7 +154,7 @@ def _detection(args: argparse.Namespace, conv: Conversation) -> Detection:
 
 
 def _detect(args: argparse.Namespace) -> int:
-    store, conv = _load(args)
+    store, conv = _load(args, _workspace(args))
     det = _detection(args, conv)
     store.put_record(DETECTION_KIND, conv.session_id, det.model_dump(mode="json"))
     if args.json:
@@ -136,17 +172,25 @@ def _detect(args: argparse.Namespace) -> int:
     return 0
 
 
-def _diagnosis(args: argparse.Namespace, conv: Conversation) -> tuple[Detection, Diagnosis]:
+def _diagnosis(
+    args: argparse.Namespace, conv: Conversation, workspace: Workspace | None = None
+) -> tuple[Detection, Diagnosis]:
     det = _detection(args, conv)
     mode: Literal["offline", "llm"] = "llm" if args.llm else "offline"
     return det, diagnose(
-        conv, det if det.status == "ok" else None, method=args.method, mode=mode, model=_model(args)
+        conv,
+        det if det.status == "ok" else None,
+        method=args.method,
+        mode=mode,
+        model=_model(args),
+        workspace=workspace,
     )
 
 
 def _diagnose(args: argparse.Namespace) -> int:
-    store, conv = _load(args)
-    _, diag = _diagnosis(args, conv)
+    ws = _workspace(args)
+    store, conv = _load(args, ws)
+    _, diag = _diagnosis(args, conv, ws)
     store.put_record(DIAGNOSIS_KIND, conv.session_id, diag.model_dump(mode="json"))
     if args.json:
         print_json(diag.model_dump(mode="json"))
@@ -167,15 +211,18 @@ def _diagnose(args: argparse.Namespace) -> int:
 
 
 def _recommend(args: argparse.Namespace) -> int:
-    store, conv = _load(args)
-    workspace_dir = args.workspace
+    workspace_dir = _workspace_dir(args)
     if workspace_dir is None:
-        record = session_record(store, conv.session_id)
+        record = session_record(_store(args), args.session_id)
         workspace_dir = record.get("workspace_dir") if record else None
     if not workspace_dir:
-        raise ValueError(f"no workspace for session {conv.session_id!r}: pass --workspace DIR")
-    ws = Workspace.from_dir(workspace_dir)
-    det, diag = _diagnosis(args, conv)
+        raise ValueError(
+            f"no workspace for session {args.session_id!r}: pass --workspace DIR (or --config FILE)"
+        )
+    ws = _workspace(args, workspace_dir)
+    assert ws is not None
+    store, conv = _load(args, ws)
+    det, diag = _diagnosis(args, conv, ws)
     rec = recommend(conv, diag, ws, mode="passive" if args.passive else "explore")
     save_recommendation(store, rec)
     if args.json:
@@ -192,8 +239,9 @@ def _recommend(args: argparse.Namespace) -> int:
     if rec.diff:
         print()
         print(rec.diff, end="" if rec.diff.endswith("\n") else "\n")
+        config = f" --config {args.config}" if args.config else ""
         print(
-            f"\nnothing applied. to apply: causal-mw context apply {rec.id} --workspace {workspace_dir} --confirm"
+            f"\nnothing applied. to apply: causal-mw context apply {rec.id} --workspace {workspace_dir}{config} --confirm"
         )
     return 0
 
@@ -201,7 +249,10 @@ def _recommend(args: argparse.Namespace) -> int:
 def _apply(args: argparse.Namespace) -> int:
     store = _store(args)
     rec = find_recommendation(store, args.recommendation_id)
-    result = apply_recommendation(rec, args.workspace, confirm=args.confirm)
+    workspace_dir = _workspace_dir(args)
+    if workspace_dir is None:
+        raise ValueError("pass --workspace DIR (or --config FILE): the workspace to change")
+    result = apply_recommendation(rec, workspace_dir, confirm=args.confirm, config=args.config)
     if args.json:
         print_json(result.model_dump(mode="json"))
         return 0

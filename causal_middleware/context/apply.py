@@ -6,8 +6,9 @@ existing file). The backup goes to ``DIR/.causal-backup/<UTC timestamp>/``: the 
 plus ``manifest.json``; :func:`restore_backup` puts it back.
 
 Only context files are written (:func:`~causal_middleware.context.workspace.check_context_target`:
-``system_prompt.md`` or a text file under ``tools/``, ``skills/``, ``kb/``; never a dot-directory
-such as ``.git`` or the backup folder). Symlinks are resolved before the containment check: a
+``system_prompt.md`` or a text file under ``tools/``, ``skills/``, ``kb/``; under a workspace
+config (``causal-context.yaml`` in the workspace, or ``config=``) only the files it declares, never
+the config itself; never a dot-directory such as ``.git`` or the backup folder). Symlinks are resolved before the containment check: a
 target whose real path leaves the workspace, or lands in a dot-directory or outside the context
 folders, is refused; so is a backup folder that is a symlink, and an existing backup is never
 overwritten.
@@ -22,7 +23,13 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from causal_middleware.context.recommendation import Operation, Recommendation
-from causal_middleware.context.workspace import BACKUP_DIR, check_context_target
+from causal_middleware.context.workspace import (
+    BACKUP_DIR,
+    WorkspaceLayout,
+    check_context_target,
+    find_layout,
+    load_layout,
+)
 
 MANIFEST = "manifest.json"
 
@@ -42,12 +49,15 @@ def apply_recommendation(
     workspace_dir: str | Path,
     *,
     confirm: bool = False,
+    config: str | Path | WorkspaceLayout | None = None,
 ) -> ApplyResult:
-    """Apply ``recommendation`` under ``workspace_dir`` when ``confirm``; otherwise report the diff only."""
+    """Apply ``recommendation`` under ``workspace_dir`` when ``confirm``; otherwise report the diff
+    only. ``config`` is the workspace config (default: the one in ``workspace_dir``, if any)."""
     rec = recommendation
     root = Path(workspace_dir)
     if not root.is_dir():
         raise FileNotFoundError(f"workspace directory {str(root)!r} does not exist")
+    layout = _layout(root, config)
     result = ApplyResult(
         recommendation_id=rec.id,
         operation=rec.operation,
@@ -60,8 +70,8 @@ def apply_recommendation(
         return result
     if not rec.target_path:
         raise ValueError(f"recommendation {rec.id} ({rec.operation}) has no target path")
-    rel = check_context_target(rec.target_path)
-    target = contained_target(root, rel)
+    rel = check_context_target(rec.target_path, layout)
+    target = contained_target(root, rel, layout)
     _check_preconditions(rec, target)
     if not confirm:
         result.message = "dry run: nothing changed; pass --confirm (confirm=True) to apply"
@@ -94,7 +104,13 @@ def apply_recommendation(
     return result
 
 
-def contained_target(root: Path, rel: str) -> Path:
+def _layout(root: Path, config: str | Path | WorkspaceLayout | None) -> WorkspaceLayout:
+    if isinstance(config, WorkspaceLayout):
+        return config
+    return load_layout(config, root=root) if config is not None else find_layout(root)
+
+
+def contained_target(root: Path, rel: str, layout: WorkspaceLayout | None = None) -> Path:
     """The real path of ``root/rel`` (symlinks resolved), checked to stay inside the real
     workspace and to be a context file there too; ValueError otherwise."""
     real_root = root.resolve(strict=True)
@@ -107,7 +123,7 @@ def contained_target(root: Path, rel: str) -> Path:
     real_rel = target.relative_to(real_root).as_posix()
     if real_rel != rel:
         try:
-            check_context_target(real_rel)
+            check_context_target(real_rel, layout)
         except ValueError as exc:
             raise ValueError(
                 f"workspace path {rel!r} resolves (through a symlink) to {real_rel!r}: {exc}"
@@ -145,15 +161,21 @@ def _check_preconditions(rec: Recommendation, target: Path) -> None:
         raise ValueError(f"recommendation {rec.id} (UPDATE) carries no new content")
 
 
-def restore_backup(workspace_dir: str | Path, backup_dir: str | Path) -> str:
+def restore_backup(
+    workspace_dir: str | Path,
+    backup_dir: str | Path,
+    *,
+    config: str | Path | WorkspaceLayout | None = None,
+) -> str:
     """Undo one applied recommendation from its backup folder; returns the restored path."""
     root, backup = Path(workspace_dir), Path(backup_dir)
+    layout = _layout(root, config)
     manifest_path = backup / MANIFEST
     if not manifest_path.is_file():
         raise FileNotFoundError(f"{str(backup)!r} is not a backup folder (no {MANIFEST})")
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    rel = check_context_target(manifest["target_path"])
-    target = contained_target(root, rel)
+    rel = check_context_target(manifest["target_path"], layout)
+    target = contained_target(root, rel, layout)
     if manifest["existed_before"]:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes((backup / rel).read_bytes())

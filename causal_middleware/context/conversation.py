@@ -9,13 +9,20 @@ generator (kept in the store as ``context.session`` records, see :mod:`.sessions
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from causal_middleware.context.workspace import SYSTEM_PROMPT_PATH, component_type, tool_prompt_path
+from causal_middleware.context.workspace import (
+    SYSTEM_PROMPT_PATH,
+    Workspace,
+    component_type,
+    split_front_matter,
+    tool_prompt_path,
+)
 from causal_middleware.spans.model import LLMStep, RetrievalStep, Status, ToolStep, Trajectory
 
 
@@ -331,3 +338,128 @@ def _first_str(args: dict[str, Any], keys: Iterable[str]) -> str | None:
         if isinstance(v, str) and v:
             return v
     return None
+
+
+# --- aligning a session with its workspace ---------------------------------------------------
+
+_MIN_SHOWN = 20  # characters of a file's body that must appear in a node's output to count as shown
+_ALIGNED_TYPES = (NodeType.TOOL_CALL, NodeType.KB_RETRIEVAL, NodeType.SKILL_LOOKUP)
+_KIND_NODE = {"kb": NodeType.KB_RETRIEVAL, "skill": NodeType.SKILL_LOOKUP}
+
+
+def align_to_workspace(conversation: Conversation, workspace: Workspace) -> Conversation:
+    """The session with its nodes tied to the files of ``workspace``, by content and by the
+    workspace's own layout rather than by naming conventions.
+
+    Only what the recording left unknown is filled in; a node whose source the workspace has is
+    kept as it is. A document path the workspace lacks is matched to the workspace file it ends
+    with (a tool that reports absolute paths); a tool's output that shows files of the workspace
+    (their text, front matter aside) gets those files as its documents and becomes a
+    knowledge-base retrieval or a skill lookup after the kind the layout gives them (a
+    ``search_help_center`` or ``open_playbook`` tool of the user's own naming); a tool call gets
+    the file that describes the tool; the system prompt the layout's prompt file.
+    """
+    nodes = [_aligned(n, workspace) for n in conversation.nodes]
+    return conversation.model_copy(update={"nodes": nodes})
+
+
+def _aligned(node: ConversationNode, ws: Workspace) -> ConversationNode:
+    if node.type == NodeType.SYSTEM_PROMPT:
+        if (not node.source or not ws.exists(node.source)) and ws.exists(ws.system_prompt_path):
+            return node.model_copy(update={"source": ws.system_prompt_path})
+        return node
+    if node.type not in _ALIGNED_TYPES or node.status == "error":
+        return node
+    if (
+        node.source
+        and ws.exists(node.source)
+        and all(not d.path or ws.exists(d.path) for d in node.documents)
+    ):
+        return node
+    docs = [_mapped_doc(d, ws) for d in node.documents]
+    known = [d for d in docs if d.path and ws.exists(d.path)]
+    if not known:
+        shown = _files_shown(node.output, ws)
+        known = [
+            RetrievedDoc(path=p, id=_meta_id(ws.read(p)), title=_meta_title(ws.read(p)), content=ws.read(p))
+            for p in shown
+        ]
+        docs = known or docs
+    kinds = {ws.component_type(d.path) for d in known if d.path}
+    update: dict[str, Any] = {"documents": docs if node.type != NodeType.TOOL_CALL or known else []}
+    if kinds and kinds <= {"kb", "skill"}:
+        node_type = _KIND_NODE["skill" if kinds == {"skill"} else "kb"]
+        update["type"] = node_type
+        if node_type == NodeType.SKILL_LOOKUP:
+            update["documents"] = []
+        update["source"] = known[0].path
+    elif node.type == NodeType.TOOL_CALL and node.name and node.name in ws.tool_names():
+        update["source"] = ws.tool_prompt_path(node.name)
+        update["documents"] = []
+    elif known:
+        update["source"] = known[0].path
+    return node.model_copy(update=update)
+
+
+def _mapped_doc(doc: RetrievedDoc, ws: Workspace) -> RetrievedDoc:
+    """A document whose recorded path the workspace lacks, renamed to the workspace file its path
+    ends with (``/srv/app/docs/faq/x.md`` -> ``docs/faq/x.md``) when exactly one does."""
+    if not doc.path or ws.exists(doc.path):
+        return doc
+    tail = doc.path.replace("\\", "/")
+    matches = [p for p in ws.files if tail == p or tail.endswith("/" + p)]
+    if len(matches) == 1:
+        return doc.model_copy(update={"path": matches[0]})
+    return doc
+
+
+def _collapse(text: str) -> str:
+    return re.sub(r"\s+", " ", text or "").strip()
+
+
+def _file_body(text: str) -> str:
+    try:
+        _, body = split_front_matter(text)
+    except ValueError:
+        body = text
+    return _collapse(body)
+
+
+def _files_shown(output: str, ws: Workspace) -> list[str]:
+    """Workspace context files (knowledge base, skills) whose body the output shows, in the order
+    they appear there; a file whose body is inside another shown file's body is not counted."""
+    shown = _collapse(output)
+    if len(shown) < _MIN_SHOWN:
+        return []
+    found: list[tuple[int, str, str]] = []
+    for path, text in ws.files.items():
+        if ws.component_type(path) not in ("kb", "skill"):
+            continue
+        body = _file_body(text)
+        if len(body) >= _MIN_SHOWN and body in shown:
+            found.append((shown.index(body), path, body))
+    out = []
+    for _pos, path, body in sorted(found):
+        if any(body != other and body in other for _, _, other in found):
+            continue
+        out.append(path)
+    return out
+
+
+def _meta_title(text: str) -> str | None:
+    try:
+        meta, body = split_front_matter(text)
+    except ValueError:
+        return None
+    if meta.get("title"):
+        return str(meta["title"])
+    m = re.search(r"^#\s+(.+)$", body, re.MULTILINE)
+    return m.group(1).strip() if m else None
+
+
+def _meta_id(text: str) -> str | None:
+    try:
+        meta, _ = split_front_matter(text)
+    except ValueError:
+        return None
+    return str(meta["id"]) if meta.get("id") else None

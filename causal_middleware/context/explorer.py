@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from causal_middleware.context.text import quote
-from causal_middleware.context.workspace import KBHit, Workspace, tool_prompt_path
+from causal_middleware.context.workspace import KBHit, Workspace
 
 EXPLORATION_TOOLS = (
     "search_kb",
@@ -94,7 +94,9 @@ class WorkspaceExplorer:
         except KeyError as exc:
             self._log("read_tool_prompt", {"name": name}, str(exc.args[0]), ok=False)
             return None
-        self._log("read_tool_prompt", {"name": name, "path": tool_prompt_path(name)}, quote(text, 80))
+        self._log(
+            "read_tool_prompt", {"name": name, "path": self.workspace.tool_prompt_path(name)}, quote(text, 80)
+        )
         return text
 
 

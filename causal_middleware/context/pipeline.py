@@ -7,7 +7,7 @@ from typing import Literal
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel
 
-from causal_middleware.context.conversation import Conversation
+from causal_middleware.context.conversation import Conversation, align_to_workspace
 from causal_middleware.context.detector import detect
 from causal_middleware.context.recommendation import Recommendation
 from causal_middleware.context.recommender import recommend
@@ -35,9 +35,14 @@ def debug_session(
 ) -> ContextReport:
     """Detect; when the session escalates (or ``force``), diagnose; with a workspace, recommend.
 
+    With a workspace the session is first tied to its files (:func:`align_to_workspace`), so a
+    user's own tools and layout (a workspace config) are read by content.
+
     Nothing is written anywhere: apply a recommendation with
     :func:`causal_middleware.context.apply.apply_recommendation`.
     """
+    if workspace is not None:
+        conversation = align_to_workspace(conversation, workspace)
     detection = detect(conversation, mode=mode, model=model)
     report = ContextReport(session_id=conversation.session_id, detection=detection)
     if not (detection.escalate or force):

@@ -46,11 +46,8 @@ from causal_middleware.context.text import (
     value_kind,
 )
 from causal_middleware.context.workspace import (
-    KB_DIR,
-    SYSTEM_PROMPT_PATH,
     KBEntry,
     Workspace,
-    component_type,
     split_front_matter,
 )
 
@@ -190,7 +187,7 @@ class _Recommender:
     # --- system prompt --------------------------------------------------------------------
     def _system_prompt(self) -> Recommendation:
         instruction = (self.delta.instruction or self.delta.expected or "").strip()
-        path = SYSTEM_PROMPT_PATH
+        path = self.ws.system_prompt_path
         if self.explore:
             prompt = self.ex.read_system_prompt()
             skills = self.ex.list_skills()
@@ -260,7 +257,9 @@ class _Recommender:
     # --- tool prompt ----------------------------------------------------------------------
     def _tool(self) -> Recommendation:
         path = self.diag.component_path or ""
-        name = PurePosixPath(path).stem if path else ((self.root.name if self.root else None) or "")
+        # The tool's own name (a tools file of the user's layout can describe several tools).
+        root_tool = self.root.name if self.root is not None and self.root.type == NodeType.TOOL_CALL else None
+        name = root_tool or (PurePosixPath(path).stem if path else "")
         got, expected = self.delta.got, self.delta.expected
         if self.explore:
             text = self.ex.read_tool_prompt(name)
@@ -289,7 +288,7 @@ class _Recommender:
                 expected = missing[0]
         also = [
             p
-            for p, t in ((SYSTEM_PROMPT_PATH, prompt), *((h.path, h.content) for h in hits))
+            for p, t in ((self.ws.system_prompt_path, prompt), *((h.path, h.content) for h in hits))
             if t and got and contains(t, got)
         ]
         dims = Dimensions(
@@ -421,7 +420,9 @@ class _Recommender:
 
     def _knowledge(self) -> Recommendation:
         got, expected = self.delta.got, self.delta.expected
-        r_path = self.diag.component_path if component_type(self.diag.component_path) == "kb" else None
+        r_path = (
+            self.diag.component_path if self.ws.component_type(self.diag.component_path) == "kb" else None
+        )
         if self.explore:
             r_text = self.ex.read_kb_entry(r_path) if r_path else None
             hits = self.ex.search_kb(self._query(), k=5)
@@ -649,12 +650,17 @@ class _Recommender:
         phrase = self._subject_name()
         if self.explore:
             section_hits = [h.path for h in self.ex.search_kb(phrase, k=3)] or section_hits
-        dirs = [str(PurePosixPath(p).parent) for p in section_hits if p and component_type(p) == "kb"]
-        section = max(dirs, key=lambda d: (dirs.count(d), -dirs.index(d))) if dirs else KB_DIR
+        dirs = [str(PurePosixPath(p).parent) for p in section_hits if p and self.ws.component_type(p) == "kb"]
+        section = max(dirs, key=lambda d: (dirs.count(d), -dirs.index(d))) if dirs else self.ws.kb_root()
         slug = slugify(phrase)
-        path = f"{section}/{slug}.md"
+        # New pages take the suffix of the section's pages (a user's layout may declare .txt pages).
+        suffixes = [
+            PurePosixPath(p).suffix for p in section_hits if p and str(PurePosixPath(p).parent) == section
+        ]
+        suffix = suffixes[0] if suffixes else ".md"
+        path = f"{section}/{slug}{suffix}"
         if self.ws.exists(path):
-            path = f"{section}/{slug}-2.md"
+            path = f"{section}/{slug}-2{suffix}"
         title = phrase[:1].upper() + phrase[1:]
         quote_line = quote(self.correction, 200).replace('"', "'")
         text = (

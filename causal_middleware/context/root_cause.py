@@ -135,16 +135,17 @@ def diagnose(
     if workspace is not None and diag.root_node_id:
         root = conversation.node(diag.root_node_id)
         if diag.component_path is None or not workspace.exists(diag.component_path):
-            found = resolve_path(root, workspace)
+            found = resolve_path(root, workspace, value=diag.delta.got if diag.delta else None)
             if found and (diag.component_path is not None or diag.category != FaultCategory.KB_CONTENT_GAP):
                 diag.component_path = found
-                kind = component_type(found)
-                if kind != "other":
-                    diag.component_type = kind
+        if diag.component_path and workspace.exists(diag.component_path):
+            kind = workspace.component_type(diag.component_path)  # the workspace's own layout
+            if kind != "other":
+                diag.component_type = kind
     return diag
 
 
-def resolve_path(node: ConversationNode, workspace: Workspace) -> str | None:
+def resolve_path(node: ConversationNode, workspace: Workspace, *, value: str | None = None) -> str | None:
     """The workspace file a node's content came from, found by content, not by naming convention.
 
     The recorded source when the workspace has it; else the file whose text holds the node's
@@ -163,6 +164,10 @@ def resolve_path(node: ConversationNode, workspace: Workspace) -> str | None:
         holders = [
             p for p, text in files.items() if body in _body(text) or _body(text) in body and _body(text)
         ]
+        if len(holders) > 1 and value:
+            # Several files shown at once (a search that returns a few pages): the one that
+            # carries the wrong value.
+            holders = [p for p in holders if contains(files[p], value)]
         if len(holders) == 1:
             return holders[0]
     if node.type == NodeType.TOOL_CALL and node.name:

@@ -8,6 +8,18 @@ Layout (paths are POSIX, relative to the workspace root)::
     kb/**/<entry>.md              knowledge-base entries, YAML front matter: id, title, modified,
                                   author, version, status, owner, level, supersedes, keywords
 
+That is the default layout. A user's own workspace declares its layout in a small config file,
+``causal-context.yaml`` next to it (or passed with ``--config``), mapping component kinds to
+files, globs or folders (see :class:`WorkspaceLayout`)::
+
+    prompt: agent/system.txt          # the system prompt (one file)
+    kb: docs/faq/**/*.md              # knowledge-base pages (a glob, a folder/ or a list)
+    skills: playbooks/*.md            # skills / playbooks, one per file
+    tools: agent/tools.json           # tool descriptions: a folder/ (one file per tool) or a
+                                      # JSON/YAML file describing several tools
+
+Under a config only the files it declares are read and only those may be written.
+
 A workspace is read from a directory or built from a ``{path: text}`` mapping (the simulation keeps
 its workspaces in memory). It is read-only; changes go through :mod:`causal_middleware.context.apply`.
 """
@@ -16,6 +28,8 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import json
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
@@ -32,6 +46,8 @@ SKILLS_DIR = "skills"
 KB_DIR = "kb"
 BACKUP_DIR = ".causal-backup"
 TEXT_SUFFIXES = (".md", ".txt", ".markdown", ".yaml", ".yml", ".json")
+
+CONFIG_NAMES = ("causal-context.yaml", "causal-context.yml")
 
 ComponentType = Literal["system_prompt", "tool", "skill", "kb", "other"]
 
@@ -135,10 +151,11 @@ def check_path(path: str) -> str:
 CONTEXT_DIRS = (TOOLS_DIR, SKILLS_DIR, KB_DIR)
 
 
-def check_context_target(path: str) -> str:
+def check_context_target(path: str, layout: WorkspaceLayout | None = None) -> str:
     """A path :mod:`~causal_middleware.context.apply` may write: a clean relative path
-    (:func:`check_path`) to a context file of the layout (``system_prompt.md``, or a text file
-    under ``tools/``, ``skills/`` or ``kb/``), with no dot part (``.git``, the backup folder,
+    (:func:`check_path`) to a context file of the layout (by default ``system_prompt.md``, or a
+    text file under ``tools/``, ``skills/`` or ``kb/``; under a workspace config, only a file the
+    config declares, never the config itself), with no dot part (``.git``, the backup folder,
     ``.env``). ValueError naming the problem otherwise."""
     rel = check_path(path)
     parts = PurePosixPath(rel).parts
@@ -146,6 +163,19 @@ def check_context_target(path: str) -> str:
         raise ValueError(
             f"workspace path {path!r} is in a dot-directory or is a dot-file; refusing to write it"
         )
+    if layout is not None and not layout.default:
+        if rel == layout.config_path:
+            raise ValueError(f"workspace path {path!r} is the workspace config; refusing to write it")
+        if layout.kind(rel) == "other":
+            raise ValueError(
+                f"workspace path {path!r} is not a context file: the workspace config "
+                f"{layout.source or ''} declares {layout.describe()}; only those may be written"
+            )
+        if PurePosixPath(rel).suffix not in TEXT_SUFFIXES:
+            raise ValueError(
+                f"workspace path {path!r} is not a text context file ({', '.join(TEXT_SUFFIXES)})"
+            )
+        return rel
     if rel != SYSTEM_PROMPT_PATH and (len(parts) < 2 or parts[0] not in CONTEXT_DIRS):
         raise ValueError(
             f"workspace path {path!r} is not a context file: only {SYSTEM_PROMPT_PATH} and files under "
@@ -180,22 +210,264 @@ def tool_prompt_path(name: str) -> str:
     return f"{TOOLS_DIR}/{name}.md"
 
 
+# --- layouts ------------------------------------------------------------------------------------
+
+_KIND_KEYS: dict[str, ComponentType] = {
+    "prompt": "system_prompt",
+    "system_prompt": "system_prompt",
+    "kb": "kb",
+    "knowledge_base": "kb",
+    "skills": "skill",
+    "tools": "tool",
+}
+_GLOB_CHARS = re.compile(r"[*?\[]")
+_MULTI_TOOL_SUFFIXES = (".json", ".yaml", ".yml")
+MAX_FILE_BYTES = 2_000_000  # a declared file larger than this is not read as context
+
+
+class WorkspaceLayout(BaseModel):
+    """Which workspace files are which kind of context source.
+
+    ``prompt`` is one file; ``kb``, ``skills`` and ``tools`` are lists of globs relative to the
+    workspace root (``**`` spans folders, ``*`` and ``?`` stay inside one name; a folder is
+    written ``folder/``). A path that matches several kinds is, in order, the prompt, a tool, a
+    skill, a knowledge-base page. ``default`` is the fixed layout (``system_prompt.md``,
+    ``tools/``, ``skills/**/SKILL.md``, ``kb/``).
+    """
+
+    prompt: str | None = SYSTEM_PROMPT_PATH
+    kb: list[str] = Field(default_factory=lambda: [f"{KB_DIR}/**"])
+    skills: list[str] = Field(default_factory=lambda: [f"{SKILLS_DIR}/**/SKILL.md"])
+    tools: list[str] = Field(default_factory=lambda: [f"{TOOLS_DIR}/**"])
+    default: bool = True
+    config_path: str | None = Field(default=None, description="the config file, relative to the root")
+    source: str | None = Field(default=None, description="where the layout was read from")
+
+    def kind(self, path: str | None) -> ComponentType:
+        """Which kind of context source ``path`` is under this layout."""
+        if not path:
+            return "other"
+        if self.default:
+            return component_type(path)
+        rel = PurePosixPath(path).as_posix()
+        if rel == self.config_path:
+            return "other"
+        if self.prompt and rel == self.prompt:
+            return "system_prompt"
+        for kind, patterns in (("tool", self.tools), ("skill", self.skills), ("kb", self.kb)):
+            if any(_glob_re(p).match(rel) for p in patterns):
+                return kind  # type: ignore[return-value]
+        return "other"
+
+    def kb_root(self) -> str:
+        """The folder new knowledge-base pages go to when no similar page is found."""
+        return _literal_prefix(self.kb[0]) if self.kb else KB_DIR
+
+    def tool_folder(self) -> str | None:
+        """The folder that holds one file per tool, when the layout has one."""
+        for p in self.tools:
+            if _GLOB_CHARS.search(p):
+                return _literal_prefix(p)
+        return None
+
+    def describe(self) -> str:
+        parts = [f"prompt {self.prompt}"] if self.prompt else []
+        for key, patterns in (("kb", self.kb), ("skills", self.skills), ("tools", self.tools)):
+            if patterns:
+                parts.append(f"{key} {', '.join(patterns)}")
+        return "; ".join(parts) or "no files"
+
+
+DEFAULT_LAYOUT = WorkspaceLayout()
+
+
+def find_config(root: str | Path) -> Path | None:
+    """The workspace config next to (inside) ``root``, when there is one."""
+    base = Path(root)
+    for name in CONFIG_NAMES:
+        candidate = base / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def config_root(config: str | Path) -> Path:
+    """The workspace root a config file describes: its ``root`` key (relative to the file),
+    else the folder the file is in."""
+    path = Path(config)
+    data = _read_config(path)
+    root = data.get("root")
+    if root is not None and not isinstance(root, str):
+        raise ValueError(f"{path}: 'root' must be a path")
+    return (path.parent / root) if root else path.parent
+
+
+def load_layout(config: str | Path, *, root: str | Path | None = None) -> WorkspaceLayout:
+    """The layout a workspace config declares (see the module docstring). Every path and glob
+    must be relative, stay inside the workspace and name no dot-directory; folders are written
+    ``folder/`` (a name that is a folder of ``root`` counts as one too)."""
+    path = Path(config)
+    data = _read_config(path)
+    base = Path(root) if root is not None else config_root(path)
+    unknown = sorted(set(data) - set(_KIND_KEYS) - {"root"})
+    if unknown:
+        raise ValueError(
+            f"{path}: unknown key(s) {', '.join(unknown)}; expected prompt, kb, skills, tools (and root)"
+        )
+    fields: dict[str, Any] = {"prompt": None, "kb": [], "skills": [], "tools": []}
+    for key, value in data.items():
+        if key == "root" or value is None:
+            continue
+        kind = _KIND_KEYS[key]
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not all(isinstance(v, str) and v for v in items):
+            raise ValueError(f"{path}: {key!r} must be a path, a glob or a list of them")
+        if kind == "system_prompt":
+            if len(items) != 1 or _GLOB_CHARS.search(items[0]) or items[0].endswith("/"):
+                raise ValueError(f"{path}: {key!r} must name one file")
+            fields["prompt"] = _config_path(path, key, items[0])
+            continue
+        field = {"kb": "kb", "skill": "skills", "tool": "tools"}[kind]
+        for item in items:
+            pattern = _config_path(path, key, item.rstrip("/")) if item.rstrip("/") else ""
+            if item.endswith("/") or (not _GLOB_CHARS.search(item) and (base / item).is_dir()):
+                pattern = f"{pattern}/**"
+            fields[field].append(pattern)
+    config_rel: str | None = None
+    try:
+        config_rel = path.resolve().relative_to(base.resolve()).as_posix()
+    except ValueError:
+        config_rel = None
+    return WorkspaceLayout(**fields, default=False, config_path=config_rel, source=str(path))
+
+
+def find_layout(root: str | Path) -> WorkspaceLayout:
+    """The layout of the workspace at ``root``: its config when it has one, else the default."""
+    config = find_config(root)
+    return load_layout(config, root=root) if config is not None else DEFAULT_LAYOUT
+
+
+def _read_config(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise FileNotFoundError(f"workspace config {str(path)!r} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: malformed YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a workspace config is a mapping (prompt, kb, skills, tools)")
+    return data
+
+
+def _config_path(config: Path, key: str, value: str) -> str:
+    try:
+        rel = check_path(value)
+    except ValueError as exc:
+        raise ValueError(f"{config}: {key}: {exc}") from exc
+    if any(part.startswith(".") for part in PurePosixPath(rel).parts):
+        raise ValueError(f"{config}: {key}: {value!r} names a dot-directory or dot-file")
+    return rel
+
+
+@functools.lru_cache(maxsize=256)
+def _glob_re(pattern: str) -> re.Pattern[str]:
+    parts = pattern.split("/")
+    out = []
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part == "**":
+            out.append(r"[^/].*" if last else r"(?:[^/]+/)*")
+            continue
+        seg, j = "", 0
+        while j < len(part):
+            c = part[j]
+            if c == "*":
+                seg += r"[^/]*"
+            elif c == "?":
+                seg += r"[^/]"
+            elif c == "[" and "]" in part[j + 1 :]:
+                end = part.index("]", j + 1)
+                body = part[j + 1 : end]
+                seg += "[" + ("^" + re.escape(body[1:]) if body.startswith("!") else re.escape(body)) + "]"
+                j = end
+            else:
+                seg += re.escape(c)
+            j += 1
+        out.append(seg if last else seg + "/")
+    return re.compile("".join(out) + r"\Z")
+
+
+def _literal_prefix(pattern: str) -> str:
+    parts = []
+    for part in pattern.split("/"):
+        if _GLOB_CHARS.search(part):
+            break
+        parts.append(part)
+    if parts and parts == pattern.split("/"):
+        parts = parts[:-1]  # a file: its folder
+    return "/".join(parts) or "."
+
+
+def _tool_names_in(path: str, text: str) -> list[str] | None:
+    """The tools a JSON / YAML file describes (a list of ``{name, description}``, OpenAI-style
+    ``{"function": {...}}`` items, ``{"tools": [...]}`` or ``{name: description}``); None for a
+    file that is not such a collection."""
+    if PurePosixPath(path).suffix not in _MULTI_TOOL_SUFFIXES:
+        return None
+    try:
+        data = json.loads(text) if path.endswith(".json") else yaml.load(text, Loader=_Loader)
+    except (ValueError, yaml.YAMLError):
+        return None
+    if isinstance(data, dict) and isinstance(data.get("tools"), list | dict):
+        data = data["tools"]
+    names: list[str] = []
+    if isinstance(data, list):
+        for item in data:
+            if isinstance(item, dict) and isinstance(item.get("function"), dict):
+                item = item["function"]
+            if isinstance(item, dict) and isinstance(item.get("name"), str):
+                names.append(item["name"])
+    elif isinstance(data, dict):
+        names = [str(k) for k, v in data.items() if isinstance(v, str | dict)]
+    return names or None
+
+
 class Workspace:
     """The context sources of one agent, read-only."""
 
-    def __init__(self, files: Mapping[str, str], *, root: Path | None = None, _checked: bool = False) -> None:
+    def __init__(
+        self,
+        files: Mapping[str, str],
+        *,
+        root: Path | None = None,
+        layout: WorkspaceLayout | None = None,
+        _checked: bool = False,
+    ) -> None:
         self._files = dict(files) if _checked else {check_path(p): t for p, t in files.items()}
         self.root = root
+        self.layout = layout or DEFAULT_LAYOUT
         self._kb: list[KBEntry] | None = None
         self._index: BM25 | None = None
 
     # --- construction ---------------------------------------------------------------------
     @classmethod
-    def from_dir(cls, root: str | Path) -> Workspace:
-        """Read every text file under ``root`` (the backup folder excluded)."""
+    def from_dir(cls, root: str | Path, *, config: str | Path | WorkspaceLayout | None = None) -> Workspace:
+        """Read the workspace at ``root``.
+
+        Under a workspace config (``config``, else ``causal-context.yaml`` in ``root``) only the
+        files it declares are read: no dot-directory, no folder reached through a symlink, no
+        file whose real path leaves the workspace. Without one, every text file under ``root``
+        (the backup folder excluded), in the default layout.
+        """
         base = Path(root)
         if not base.is_dir():
             raise FileNotFoundError(f"workspace directory {str(base)!r} does not exist")
+        if isinstance(config, WorkspaceLayout):
+            layout = config
+        else:
+            layout = load_layout(config, root=base) if config is not None else find_layout(base)
+        if not layout.default:
+            return cls(_declared_files(base, layout), root=base, layout=layout, _checked=True)
         files: dict[str, str] = {}
         for f in sorted(base.rglob("*")):
             rel = f.relative_to(base)
@@ -205,8 +477,10 @@ class Workspace:
         return cls(files, root=base)
 
     @classmethod
-    def from_files(cls, files: Mapping[str, str]) -> Workspace:
-        return cls(files)
+    def from_files(cls, files: Mapping[str, str], *, layout: WorkspaceLayout | None = None) -> Workspace:
+        if layout is not None and not layout.default:
+            files = {p: t for p, t in files.items() if layout.kind(check_path(p)) != "other"}
+        return cls(files, layout=layout)
 
     def with_changes(self, changes: Mapping[str, str | None]) -> Workspace:
         """A copy with files replaced (``None`` deletes); the original is untouched."""
@@ -217,7 +491,7 @@ class Workspace:
                 files.pop(path, None)
             else:
                 files[path] = text
-        return Workspace(files, root=self.root, _checked=True)
+        return Workspace(files, root=self.root, layout=self.layout, _checked=True)
 
     def write_to(self, root: str | Path) -> Path:
         """Write every file under ``root`` (created when missing)."""
@@ -234,7 +508,11 @@ class Workspace:
         return dict(self._files)
 
     def exists(self, path: str) -> bool:
-        return check_path(path) in self._files
+        """Whether the workspace has ``path`` (False for a path that cannot be inside it)."""
+        try:
+            return check_path(path) in self._files
+        except ValueError:
+            return False
 
     def read(self, path: str) -> str:
         path = check_path(path)
@@ -242,22 +520,74 @@ class Workspace:
             raise KeyError(f"no file {path!r} in the workspace")
         return self._files[path]
 
-    def dirs(self, under: str = KB_DIR) -> list[str]:
-        """Directories that hold files, below ``under``."""
+    def dirs(self, under: str | None = None) -> list[str]:
+        """Directories that hold files, below ``under`` (default: the knowledge-base folder)."""
+        under = under or self.layout.kb_root()
         return sorted({PurePosixPath(p).parent.as_posix() for p in self._files if p.startswith(under + "/")})
+
+    # --- layout -----------------------------------------------------------------------------
+    def component_type(self, path: str | None) -> ComponentType:
+        """Which kind of context source ``path`` is in this workspace's layout."""
+        return self.layout.kind(path)
+
+    def check_target(self, path: str) -> str:
+        """``path`` checked as a file this workspace's layout allows writing (see
+        :func:`check_context_target`)."""
+        return check_context_target(path, self.layout)
+
+    @property
+    def system_prompt_path(self) -> str:
+        return self.layout.prompt or SYSTEM_PROMPT_PATH
+
+    def kb_root(self) -> str:
+        return self.layout.kb_root()
+
+    def _tool_docs(self) -> dict[str, str]:
+        """Tool name -> the file that describes it."""
+        out: dict[str, str] = {}
+        for path, text in sorted(self._files.items()):
+            if self.component_type(path) != "tool":
+                continue
+            if self.layout.default:
+                out.setdefault(PurePosixPath(path).stem, path)
+                continue
+            names = _tool_names_in(path, text)
+            if names is None:
+                try:
+                    meta, _ = split_front_matter(text)
+                except ValueError:
+                    meta = {}
+                names = [str(meta.get("name") or PurePosixPath(path).stem)]
+            for name in names:
+                out.setdefault(name, path)
+        return out
+
+    def tool_prompt_path(self, name: str) -> str:
+        """The file that describes tool ``name`` (where a new description would go when none does)."""
+        if self.layout.default:
+            return tool_prompt_path(name)
+        found = self._tool_docs().get(name)
+        if found:
+            return found
+        folder = self.layout.tool_folder()
+        if folder:
+            return f"{folder}/{name}.md"
+        return self.layout.tools[0] if self.layout.tools else tool_prompt_path(name)
 
     # --- typed views ----------------------------------------------------------------------
     def system_prompt(self) -> str:
-        if SYSTEM_PROMPT_PATH not in self._files:
-            raise KeyError(f"the workspace has no {SYSTEM_PROMPT_PATH}")
-        return self._files[SYSTEM_PROMPT_PATH]
+        path = self.system_prompt_path
+        if path not in self._files:
+            raise KeyError(f"the workspace has no {path}")
+        return self._files[path]
 
     def tool_names(self) -> list[str]:
-        return sorted(PurePosixPath(p).stem for p in self._files if component_type(p) == "tool")
+        return sorted(self._tool_docs())
 
     def tool_prompt(self, name: str) -> str:
-        path = tool_prompt_path(name)
-        if path not in self._files:
+        """The text of the file describing tool ``name`` (a whole tools file, when several share one)."""
+        path = self.tool_prompt_path(name)
+        if path not in self._files or (not self.layout.default and name not in self._tool_docs()):
             raise KeyError(
                 f"no tool prompt for {name!r} (expected {path}); tools: {', '.join(self.tool_names())}"
             )
@@ -266,10 +596,11 @@ class Workspace:
     def skills(self) -> list[SkillInfo]:
         out = []
         for path, text in sorted(self._files.items()):
-            if component_type(path) != "skill":
+            if self.component_type(path) != "skill":
                 continue
             meta, body = split_front_matter(text)
-            name = str(meta.get("name") or PurePosixPath(path).parent.name)
+            p = PurePosixPath(path)
+            name = str(meta.get("name") or (p.parent.name if p.name == "SKILL.md" else p.stem))
             out.append(
                 SkillInfo(
                     name=name,
@@ -291,7 +622,9 @@ class Workspace:
 
     def kb_entries(self) -> list[KBEntry]:
         if self._kb is None:
-            self._kb = [_kb_entry(p, t) for p, t in sorted(self._files.items()) if component_type(p) == "kb"]
+            self._kb = [
+                _kb_entry(p, t) for p, t in sorted(self._files.items()) if self.component_type(p) == "kb"
+            ]
         return list(self._kb)
 
     def kb_entry(self, path_or_id: str) -> KBEntry:
@@ -317,6 +650,28 @@ class Workspace:
             )
             for i, s in self._index.top(analyze(query), k)
         ]
+
+
+def _declared_files(base: Path, layout: WorkspaceLayout) -> dict[str, str]:
+    """The text files under ``base`` that ``layout`` declares, read without leaving the workspace."""
+    real_base = base.resolve(strict=True)
+    files: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            f = Path(dirpath) / name
+            rel = f.relative_to(base).as_posix()
+            if f.suffix not in TEXT_SUFFIXES or layout.kind(rel) == "other":
+                continue
+            real = f.resolve()
+            if not real.is_relative_to(real_base) or not real.is_file():
+                continue  # a symlink out of the workspace
+            if real.stat().st_size > MAX_FILE_BYTES:
+                continue
+            files[rel] = f.read_text(encoding="utf-8")
+    return files
 
 
 def _kb_entry(path: str, text: str) -> KBEntry:
