@@ -32,6 +32,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check causal_middleware integrations tests examples benchmarks
 	$(VENV)/bin/ruff format --check causal_middleware integrations tests examples benchmarks
+	$(VENV)/bin/lint-imports
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy causal_middleware integrations benchmarks

@@ -108,13 +108,16 @@ def register(subparsers: Any) -> None:
     add_store_arg(p)
     p.set_defaults(func=_export)
 
-    p = sub.add_parser("import", help="load an OTLP/JSON (or JSON-lines) file or a TRAIL trace")
-    p.add_argument("file", metavar="FILE")
+    p = sub.add_parser(
+        "import", help="load an OTLP/JSON (or JSON-lines) file, a TRAIL trace or Who&When logs"
+    )
+    p.add_argument("file", metavar="FILE", help="the file (for --format whowhen also a folder of logs)")
     p.add_argument(
         "--format",
-        choices=("auto", "otlp", "trail"),
+        choices=("auto", "otlp", "trail", "whowhen"),
         default="auto",
-        help="file format (default: auto, TRAIL when the file has 'trace_id' and 'spans')",
+        help="file format (default: auto, TRAIL when the file has 'trace_id' and 'spans'; "
+        "whowhen: a Who&When log, or a folder of them, one run each)",
     )
     add_json_arg(p)
     add_store_arg(p)
@@ -467,9 +470,20 @@ def _is_trail(path: str) -> bool:
 
 
 def _import(args: argparse.Namespace) -> int:
+    if args.format == "whowhen":
+        from causal_middleware.store.whowhen import import_whowhen, whowhen_files
+
+        whowhen_files(args.file)  # a missing file or folder: before the store is created
+        with _open(args.store, create=True) as store:
+            run_ids = import_whowhen(store, args.file)
+        return _imported(args, run_ids)
     trail = args.format == "trail" or (args.format == "auto" and _is_trail(args.file))
     with _open(args.store, create=True) as store:
         run_ids = [store.import_trail_trace(args.file)] if trail else store.import_otlp_json(args.file)
+    return _imported(args, run_ids)
+
+
+def _imported(args: argparse.Namespace, run_ids: list[str]) -> int:
     if args.json:
         print_json({"path": str(args.file), "run_ids": run_ids})
     else:

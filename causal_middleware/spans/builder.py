@@ -6,9 +6,11 @@ It follows the builder rules of ``docs/span-contract.md`` and is tolerant in two
   of the wrong type (a bad value is treated as absent, never raised);
 * foreign traces with no ``causal.*`` attributes at all (OpenInference instrumentors, TRAIL
   traces): the span type comes from ``openinference.span.kind`` (or ``gen_ai.operation.name``),
-  and when no hop spans or hop indices exist, hops are inferred: each retriever or tool span
-  starts a hop (together with the node span that encloses it, when that node started after the
-  previous hop's retriever or tool).
+  and when no hop spans or hop indices exist, hops are inferred: each retrieval round starts a
+  hop (together with the node span that encloses it, when that node started after the previous
+  hop's starter). A round is a retriever span (retrievers inside the same node span are one
+  round); a tool call starts one only in runs without retriever spans (agents that search
+  through tools), so a tool called while reading stays in its round.
 
 The helpers :func:`span_facts`, :func:`choose_root` and :func:`summarize_run` compute the run-level
 facts a store lists (``RunSummary``) from a few per-span facts, with exactly the rules the builder
@@ -49,6 +51,7 @@ from causal_middleware.spans.model import (
 from causal_middleware.spans.record import SpanRecord
 
 __all__ = [
+    "JSON_LIST_ATTRIBUTES",
     "RunFacts",
     "SpanFacts",
     "build_trajectory",
@@ -86,6 +89,12 @@ _DOC_KEY = re.compile(r"^retrieval\.documents\.(\d+)\.document\.(id|content|scor
 _MESSAGE_KEY = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(role|content)$")
 _MESSAGE_PART_KEY = re.compile(
     r"^llm\.(input|output)_messages\.(\d+)\.message\.contents\.(\d+)\.message_content\.text$"
+)
+
+# Attributes our instrumentation writes as JSON-list text (OTel attributes hold no nested values);
+# OTLP/JSON export writes them as arrays. A step keeps them as lists whichever form it was read in.
+JSON_LIST_ATTRIBUTES = frozenset(
+    {A.CAUSAL_LANGGRAPH_PATH, A.CAUSAL_LANGGRAPH_TRIGGERS, A.CAUSAL_DECISION_OPTIONS}
 )
 
 # Attributes a step's typed fields already hold; everything else is kept in ``step.attributes``.
@@ -401,7 +410,9 @@ def summarize_run(run_id: str, facts: Sequence[SpanFacts], root: SpanRecord | No
     if indices:
         n_hops = len(indices)
     else:
-        n_hops = sum(1 for f in steps if f.type in ("retrieval", "tool"))
+        step_ids = {f.span_id for f in steps}
+        types = {f.span_id: f.type for f in steps if f.type is not None}
+        n_hops = len(_round_starters([f.span_id for f in steps], _nearest_steps(ordered, step_ids), types))
     answers = [f.answer_text for f in steps if f.type == "answer" and f.answer_text is not None]
     answer = answers[-1] if answers else (_output_answer(root.attributes) if root is not None else None)
     if answer is None:  # foreign traces: the outermost agent/chain span's output
@@ -480,8 +491,38 @@ def _extra_attributes(attrs: Mapping[str, Any], kind: str) -> dict[str, Any]:
             continue
         if kind == "llm" and (_MESSAGE_KEY.match(key) or _MESSAGE_PART_KEY.match(key)):
             continue
+        if key in JSON_LIST_ATTRIBUTES and isinstance(value, str):
+            decoded = decode_json(value, "application/json")
+            value = decoded if isinstance(decoded, list) else value
         out[key] = value
     return out
+
+
+_META_ID_KEYS = ("id", "doc_id", "document_id")
+
+
+def _output_documents(attrs: Mapping[str, Any]) -> list[Any]:
+    """The documents a retriever's ``output.value`` lists (OpenInference writes the LangChain
+    ``{"documents": [{"id", "metadata", "page_content"}, ...]}`` there); [] when it lists none."""
+    output = decode_json(attrs.get(A.OUTPUT_VALUE), attrs.get(A.OUTPUT_MIME_TYPE))
+    if isinstance(output, dict):
+        output = output.get("documents")
+    return output if isinstance(output, list) else []
+
+
+def _own_id(raw: Any, text: str) -> Any:
+    """A document's own id in one ``output.value`` entry (or its metadata), when the entry's text
+    (if it states one) is the document's."""
+    if not isinstance(raw, dict):
+        return None
+    content = raw.get("page_content", raw.get("content"))
+    if isinstance(content, str) and text and content != text:
+        return None
+    meta = raw["metadata"] if isinstance(raw.get("metadata"), dict) else {}
+    for candidate in (raw.get("id"), *(meta.get(key) for key in _META_ID_KEYS)):
+        if isinstance(candidate, str | int) and not isinstance(candidate, bool) and str(candidate):
+            return candidate
+    return None
 
 
 def _documents(span: SpanRecord) -> list[Document]:
@@ -490,6 +531,7 @@ def _documents(span: SpanRecord) -> list[Document]:
         match = _DOC_KEY.match(key)
         if match:
             fields.setdefault(int(match.group(1)), {})[match.group(2)] = value
+    listed: list[Any] | None = None
     docs = []
     for index in sorted(fields):
         raw = fields[index]
@@ -497,8 +539,12 @@ def _documents(span: SpanRecord) -> list[Document]:
         meta = metadata if isinstance(metadata, dict) else _json_dict(metadata)
         text = _str(raw.get("content")) or ""
         doc_id = raw.get("id")
-        if doc_id is None:
-            doc_id = meta.get("id")
+        for key in _META_ID_KEYS:
+            if doc_id is None:
+                doc_id = meta.get(key)
+        if doc_id is None:  # the retriever's own ids, as its output lists them
+            listed = _output_documents(span.attributes) if listed is None else listed
+            doc_id = _own_id(listed[index], text) if index < len(listed) else None
         if doc_id is None:
             # No id anywhere: a content hash keeps the id stable across runs (original vs fork).
             doc_id = hashlib.sha1(text.encode()).hexdigest()[:12] if text else f"{span.span_id}:{index}"
@@ -693,17 +739,53 @@ def _hop_sub_query(steps: Sequence[Any]) -> str | None:
     return None
 
 
+def _round_starters(
+    positions: Sequence[str], parent_step: Mapping[str, str | None], types: Mapping[str, str]
+) -> list[str]:
+    """The steps that start a retrieval round, in order. With retriever steps in the run, each
+    retriever starts one (further retrievers inside the same node step belong to its round) and a
+    tool call does not (a calculator inside a reading step is part of that round); without any,
+    each tool call starts one (agents that search through tools)."""
+    retrievals = [s for s in positions if types.get(s) == "retrieval"]
+    if not retrievals:
+        return [s for s in positions if types.get(s) == "tool"]
+    starters: list[str] = []
+    previous: str | None = None
+    for span_id in retrievals:
+        parent = parent_step.get(span_id)
+        if starters and parent is not None and parent == previous and types.get(parent) == "node":
+            continue
+        starters.append(span_id)
+        previous = parent
+    return starters
+
+
+def _nearest_steps(facts: Sequence[SpanFacts], step_ids: set[str]) -> dict[str, str | None]:
+    """Each step's nearest ancestor that is a step (None when it has none)."""
+    by_id = {f.span_id: f for f in facts}
+    out: dict[str, str | None] = {}
+    for span_id in step_ids:
+        seen = {span_id}
+        parent = by_id[span_id].parent_span_id
+        while parent is not None and parent in by_id and parent not in seen and parent not in step_ids:
+            seen.add(parent)
+            parent = by_id[parent].parent_span_id
+        out[span_id] = parent if parent is not None and parent in step_ids else None
+    return out
+
+
 def _infer_hops(
     ordered: Sequence[SpanFacts],
     step_ids: set[str],
     parent_step: Mapping[str, str | None],
     types: Mapping[str, str],
 ) -> dict[str, int]:
-    """Each retriever or tool step starts a hop; its enclosing node joins that hop when the node
-    started after the previous hop's retriever/tool. Returns step id -> hop index."""
+    """Each retrieval round (see :func:`_round_starters`) starts a hop; its starter's enclosing
+    node joins that hop when the node started after the previous hop's starter. Returns step id
+    -> hop index."""
     positions = [f.span_id for f in ordered if f.span_id in step_ids]
     pos = {span_id: i for i, span_id in enumerate(positions)}
-    starters = [span_id for span_id in positions if types[span_id] in ("retrieval", "tool")]
+    starters = _round_starters(positions, parent_step, types)
     boundaries: list[int] = []
     previous_starter = -1
     for starter in starters:

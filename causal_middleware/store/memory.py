@@ -147,6 +147,12 @@ class InMemorySpanStore(SpanStore):
             )
             self._refresh(run_id)
 
+    def get_annotations(self, run_id: str) -> Annotations:
+        """What ``annotate`` set for the run (empty when nothing was); KeyError when unknown."""
+        with self._lock:
+            self._require(run_id)
+            return self._annotations.get(run_id, Annotations()).model_copy(deep=True)
+
     def get_trajectory(self, run_id: str) -> Trajectory:
         with self._lock:
             self._require(run_id)

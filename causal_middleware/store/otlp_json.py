@@ -3,9 +3,15 @@
 Export writes one file, spans grouped by resource and instrumentation scope, encoded with the
 OTLP protobuf messages and ``google.protobuf.json_format`` plus the two OTLP/JSON departures from
 plain proto3 JSON: trace and span ids are lowercase hex strings (not base64), and enum values are
-integers. Keys are lowerCamelCase. Import accepts that form (snake_case keys too, as the
-protobuf JSON parser does) and the OTel Collector file exporter's JSON-lines form (one request
-per line). Import validates the whole file before writing anything, then writes all its spans in
+integers. Keys are lowerCamelCase. Attributes the instrumentation keeps as JSON-list text
+(``causal.langgraph.path``, ``causal.langgraph.triggers``, ``causal.decision.options``) are written
+as ``arrayValue``; what ``annotate`` set after the run (outcome, reference, labels, lineage) is
+written onto the run's root span as the ``causal.run.*`` / ``causal.lineage.*`` attributes the
+builder reads, so an import gives back the same trajectories and listings.
+
+Import accepts that form (snake_case keys too, as the protobuf JSON parser does; ids in base64,
+as protobuf's ``MessageToJson`` writes them, are decoded) and the OTel Collector file exporter's
+JSON-lines form (one request per line). Import validates the whole file before writing anything, then writes all its spans in
 one transaction: an invalid file leaves the store as it was.
 """
 
@@ -29,6 +35,9 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 from pydantic import ValidationError
 
 from causal_middleware.output_paths import check_output_file
+from causal_middleware.spans import attributes as A
+from causal_middleware.spans.builder import JSON_LIST_ATTRIBUTES, choose_root, decode_json, span_facts
+from causal_middleware.spans.model import Lineage
 from causal_middleware.spans.record import SpanEvent, SpanLink, SpanRecord
 from causal_middleware.store._jsonstream import (
     MAX_DEPTH,
@@ -87,6 +96,18 @@ def _key_values(attributes: dict[str, Any]) -> list[KeyValue]:
     return [KeyValue(key=key, value=_any_value(value)) for key, value in attributes.items()]
 
 
+def _wire_attributes(attributes: dict[str, Any]) -> dict[str, Any]:
+    """JSON-list text of :data:`JSON_LIST_ATTRIBUTES` as lists (OTLP ``arrayValue`` on the wire)."""
+    out = dict(attributes)
+    for key in JSON_LIST_ATTRIBUTES & out.keys():
+        value = out[key]
+        if isinstance(value, str):
+            decoded = decode_json(value, "application/json")
+            if isinstance(decoded, list):
+                out[key] = decoded
+    return out
+
+
 def _span_message(record: SpanRecord) -> trace_pb2.Span:
     span = trace_pb2.Span(
         trace_id=bytes.fromhex(record.trace_id),
@@ -96,7 +117,7 @@ def _span_message(record: SpanRecord) -> trace_pb2.Span:
         kind=_KIND_TO_PROTO[record.kind],
         start_time_unix_nano=record.start_time_ns,
         end_time_unix_nano=record.end_time_ns or 0,
-        attributes=_key_values(record.attributes),
+        attributes=_key_values(_wire_attributes(record.attributes)),
         status=trace_pb2.Status(
             code=_STATUS_TO_PROTO[record.status_code], message=record.status_message or ""
         ),
@@ -165,7 +186,7 @@ def export_otlp_json(
         ids = [r.run_id for r in store.list_runs(limit=None)]
     else:
         ids = list(dict.fromkeys(store.resolve_run_id(r) for r in run_ids))
-    records = [span for run_id in ids for span in store.get_spans(run_id)]
+    records = [span for run_id in ids for span in _annotated_spans(store, run_id)]
     payload = _hex_ids(json_format.MessageToDict(records_to_request(records), use_integers_for_enums=True))
     payload.setdefault("resourceSpans", [])
     try:
@@ -184,6 +205,73 @@ def export_otlp_json(
             raise StoreError(f"cannot write {target}: {exc.strerror or exc}") from exc
         raise
     return ids
+
+
+_LINEAGE_ATTRIBUTES = (
+    A.CAUSAL_LINEAGE_PARENT_RUN_ID,
+    A.CAUSAL_LINEAGE_FORK_CHECKPOINT_ID,
+    A.CAUSAL_LINEAGE_FORK_HOP,
+    A.CAUSAL_LINEAGE_FORK_NODE,
+    A.CAUSAL_LINEAGE_FORK_STEP,
+    A.CAUSAL_LINEAGE_MODE,
+    A.CAUSAL_LINEAGE_INTERVENTION,
+    A.CAUSAL_RUN_COUNTERFACTUAL,
+)
+
+
+def _annotated_spans(store: SpanStore, run_id: str) -> list[SpanRecord]:
+    """The run's spans, its root carrying what ``annotate`` set after the run (store state that is
+    no span) as the root attributes the builder reads: outcome, reference, labels, lineage."""
+    spans = store.get_spans(run_id)
+    get_annotations = getattr(store, "get_annotations", None)
+    if not callable(get_annotations):
+        return spans
+    annotations = get_annotations(run_id)
+    root_facts = choose_root(span_facts(s) for s in spans)
+    if root_facts is None:
+        return spans
+    attrs: dict[str, Any] = {}
+    if annotations.outcome is not None:
+        attrs[A.CAUSAL_RUN_OUTCOME] = annotations.outcome.value
+    if annotations.reference is not None:
+        reference = annotations.reference
+        # the builder decodes JSON-looking text; quote such a reference so it reads back unchanged
+        plain = not isinstance(decode_json(reference), str) or decode_json(reference) != reference
+        attrs[A.CAUSAL_RUN_REFERENCE] = json.dumps(reference, ensure_ascii=False) if plain else reference
+    out = []
+    for span in spans:
+        if span.span_id == root_facts.span_id and (attrs or annotations.labels or annotations.lineage):
+            merged = {**span.attributes, **attrs}
+            if annotations.labels:
+                current = decode_json(span.attributes.get(A.CAUSAL_RUN_LABELS), "application/json")
+                labels = {**(current if isinstance(current, dict) else {}), **annotations.labels}
+                merged[A.CAUSAL_RUN_LABELS] = json.dumps(labels, ensure_ascii=False, default=str)
+            if annotations.lineage is not None:
+                for key in _LINEAGE_ATTRIBUTES:
+                    merged.pop(key, None)
+                merged.update(_lineage_attributes(annotations.lineage))
+            span = span.model_copy(update={"attributes": merged})
+        out.append(span)
+    return out
+
+
+def _lineage_attributes(lineage: Lineage) -> dict[str, Any]:
+    attrs: dict[str, Any] = {
+        A.CAUSAL_LINEAGE_PARENT_RUN_ID: lineage.parent_run_id,
+        A.CAUSAL_LINEAGE_MODE: lineage.mode,
+        A.CAUSAL_RUN_COUNTERFACTUAL: lineage.counterfactual,
+    }
+    for key, value in (
+        (A.CAUSAL_LINEAGE_FORK_CHECKPOINT_ID, lineage.fork_checkpoint_id),
+        (A.CAUSAL_LINEAGE_FORK_HOP, lineage.fork_hop),
+        (A.CAUSAL_LINEAGE_FORK_NODE, lineage.fork_node),
+        (A.CAUSAL_LINEAGE_FORK_STEP, lineage.fork_step),
+    ):
+        if value is not None:
+            attrs[key] = value
+    if lineage.intervention is not None:
+        attrs[A.CAUSAL_LINEAGE_INTERVENTION] = lineage.intervention.model_dump_json()
+    return attrs
 
 
 def _output_file(path: str | os.PathLike[str]) -> Path:
@@ -235,16 +323,41 @@ def _b64_ids(node: Any, where: str, problems: list[str], depth: int = 1) -> Any:
             if key in _PARENT_KEYS and value in ("", None):
                 continue
             digits = 16 if key in _PARENT_KEYS or _ID_KEYS[key] == "spanId" else 32
-            if not isinstance(value, str) or not re.fullmatch(f"[0-9a-fA-F]{{{digits}}}", value):
-                problems.append(f"{path} must be a hex string of {digits} digits, got {value!r}")
+            raw, problem = _id_bytes(value, digits)
+            if raw is None:
+                problems.append(f"{path} {problem}")
                 continue
-            if set(value) == {"0"}:
+            if not any(raw):
                 problems.append(f"{path} is all zeros, which OTLP forbids")
                 continue
-            out[key] = base64.b64encode(bytes.fromhex(value)).decode()
+            out[key] = base64.b64encode(raw).decode()
         else:
             out[key] = _b64_ids(value, path, problems, depth + 1)
     return out
+
+
+_B64 = re.compile(r"[A-Za-z0-9+/_-]+={0,2}")
+
+
+def _id_bytes(value: Any, digits: int) -> tuple[bytes | None, str]:
+    """An id's bytes from OTLP/JSON hex, or from the base64 that plain proto3 JSON (protobuf's
+    ``MessageToJson``) writes; else None and the problem, with the conversion hint."""
+    size = digits // 2
+    if isinstance(value, str) and re.fullmatch(f"[0-9a-fA-F]{{{digits}}}", value):
+        return bytes.fromhex(value), ""
+    hint = f"must be a hex string of {digits} digits, got {value!r}"
+    # (a hex string of the wrong length is never read as base64: protobuf pads, hex has no '=')
+    if isinstance(value, str) and _B64.fullmatch(value) and not re.fullmatch("[0-9a-fA-F]*", value):
+        padded = value.translate(str.maketrans("-_", "+/")) + "=" * (-len(value) % 4)
+        try:
+            raw = base64.b64decode(padded, validate=True)
+        except ValueError:
+            raw = b""
+        if len(raw) == size:
+            return raw, ""
+        if raw:
+            return None, f"{hint} (read as base64 it is {len(raw)} bytes, not {size})"
+    return None, hint
 
 
 # Spans a file may hold to be written in one store transaction (all or nothing). A larger file is

@@ -659,6 +659,15 @@ class SqliteSpanStore(SpanStore):
 
         self._transaction(work, f"annotating run {run_id}")
 
+    def get_annotations(self, run_id: str) -> Annotations:
+        """What ``annotate`` set for the run (empty when nothing was); KeyError when unknown."""
+        self._await_pending(run_id)
+        with self._lock, self._reading(f"reading run {run_id}"):
+            row = self._conn.execute("SELECT annotations FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise KeyError(f"unknown run {run_id!r}: span store {self.path} has no spans of it")
+        return Annotations.model_validate_json(row["annotations"])
+
     def get_trajectory(self, run_id: str) -> Trajectory:
         self._await_pending(run_id)
         with self._lock:

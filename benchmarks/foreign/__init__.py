@@ -1,0 +1,1 @@
+"""Benchmarks on traces the project did not record (Who&When)."""

@@ -1,0 +1,237 @@
+"""Who&When step- and agent-level attribution: a diagnoser's accuracy beside the trivial baselines.
+
+Each log becomes a trajectory (:mod:`causal_middleware.store.whowhen`: step ``i`` is message
+``i``, its agent ``Step.node``). A diagnosis names a step as follows: its ``step_id`` when it is
+one of the run's steps; else the first step of its blamed ``hop``; else (the answer stage, or no
+hop) the last message. The predicted agent is that step's agent (the diagnosis's ``node`` when it
+names no step). A diagnoser that does not run predicts nothing (wrong on both counts).
+
+Scores per subset: step accuracy (exact index), step accuracy within +/-1 and agent accuracy,
+each with a bootstrap 95 % interval (:func:`causal_middleware.bench.stats.proportion_ci`), for
+each method and for the baselines ``first_agent`` (the first message not by the human), ``last``
+(the last message) and ``random`` (uniform over the messages: the exact expected accuracy, and
+the interval of one seeded draw).
+
+    python -m benchmarks.foreign.whowhen ../shared/data/who_and_when --methods iterative,rule
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from causal_middleware.attribution.base import Diagnosis, DiagnosisContext
+from causal_middleware.attribution.registry import get_diagnoser
+from causal_middleware.bench.stats import proportion_ci
+from causal_middleware.spans.builder import build_trajectory
+from causal_middleware.spans.model import Trajectory
+from causal_middleware.store.whowhen import (
+    LABEL_MISTAKE_AGENT,
+    LABEL_MISTAKE_STEP,
+    SUBSETS,
+    read_whowhen,
+    whowhen_files,
+)
+
+PASSIVE_METHODS = ("iterative", "rule", "coverage", "holistic")
+BASELINES = ("first_agent", "last", "random")
+
+#: published step-level accuracy with GPT-4o (Who&When paper, with ground truth), for reference only
+PUBLISHED_STEP = {
+    "Algorithm-Generated": {
+        "random": 19.06,
+        "all_at_once": 12.50,
+        "step_by_step": 25.51,
+        "binary_search": 23.98,
+    },
+    "Hand-Crafted": {"random": 4.16, "all_at_once": 5.26, "step_by_step": 7.02, "binary_search": 6.90},
+}
+
+
+@dataclass
+class Case:
+    """One log: its trajectory, the gold step and agent, the agent of each step."""
+
+    file: str
+    trajectory: Trajectory
+    gold_step: int
+    gold_agent: str
+    agents: list[str]
+    step_index: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class Prediction:
+    step: int | None
+    agent: str | None
+
+
+def load_cases(folder: str | Path) -> list[Case]:
+    """Every log of one subset folder, as cases."""
+    cases = []
+    for file in whowhen_files(folder):
+        t = build_trajectory(read_whowhen(file))
+        agents = [s.node or "" for s in t.steps]
+        cases.append(
+            Case(
+                file=file.name,
+                trajectory=t,
+                gold_step=int(t.labels[LABEL_MISTAKE_STEP]),
+                gold_agent=str(t.labels[LABEL_MISTAKE_AGENT]),
+                agents=agents,
+                step_index={s.step_id: i for i, s in enumerate(t.steps)},
+            )
+        )
+    return cases
+
+
+def predict(case: Case, diagnosis: Diagnosis) -> Prediction:
+    """The step and agent a diagnosis names (see the module docstring)."""
+    if not diagnosis.ran or not case.agents:
+        return Prediction(None, None)
+    steps = case.trajectory.steps
+    if diagnosis.step_id is not None and diagnosis.step_id in case.step_index:
+        index = case.step_index[diagnosis.step_id]
+        return Prediction(index, case.agents[index])
+    if diagnosis.hop is not None:
+        first = next((i for i, s in enumerate(steps) if s.hop == diagnosis.hop), None)
+        if first is not None:
+            return Prediction(first, case.agents[first])
+    last = len(steps) - 1
+    return Prediction(last, diagnosis.node or case.agents[last])
+
+
+def _baseline(name: str, case: Case, rng: random.Random) -> Prediction:
+    if name == "first_agent":
+        index = next((i for i, s in enumerate(case.trajectory.steps) if s.kind != "node"), 0)
+    elif name == "last":
+        index = len(case.agents) - 1
+    elif name == "random":
+        index = rng.randrange(len(case.agents))
+    else:
+        raise KeyError(f"unknown baseline {name!r}; known: {', '.join(BASELINES)}")
+    return Prediction(index, case.agents[index])
+
+
+def _rate(hits: Sequence[bool]) -> dict[str, Any]:
+    ci = proportion_ci(list(hits))
+    n = len(hits)
+    return {
+        "accuracy": round(100 * sum(hits) / n, 2) if n else None,
+        "ci95": [round(100 * ci[0], 2), round(100 * ci[1], 2)] if ci else None,
+        "hits": int(sum(hits)),
+        "n": n,
+    }
+
+
+def score(cases: Sequence[Case], predictions: Sequence[Prediction]) -> dict[str, Any]:
+    """Step (exact and +/-1) and agent accuracy, in percent with bootstrap 95 % intervals."""
+    step = [p.step is not None and p.step == c.gold_step for c, p in zip(cases, predictions, strict=True)]
+    near = [
+        p.step is not None and abs(p.step - c.gold_step) <= 1 for c, p in zip(cases, predictions, strict=True)
+    ]
+    agent = [p.agent is not None and p.agent == c.gold_agent for c, p in zip(cases, predictions, strict=True)]
+    return {"step": _rate(step), "step_within_1": _rate(near), "agent": _rate(agent)}
+
+
+def expected_random(cases: Sequence[Case]) -> dict[str, float]:
+    """The exact expected accuracy of a uniform pick among the messages, in percent."""
+    n = len(cases)
+    step = sum(1 / len(c.agents) for c in cases) / n
+    agent = sum(c.agents.count(c.gold_agent) / len(c.agents) for c in cases) / n
+    return {"step": round(100 * step, 2), "agent": round(100 * agent, 2)}
+
+
+def run_method(
+    name: str, cases: Sequence[Case], make: Callable[[str], Any] = get_diagnoser
+) -> tuple[list[Prediction], dict[str, Any]]:
+    """Diagnose each case with the named (passive) method; the predictions and run facts."""
+    diagnoser = make(name)
+    predictions, ran, uses_gold, reasons = [], 0, False, set()
+    for case in cases:
+        context = DiagnosisContext(reference=case.trajectory.reference)
+        try:
+            diagnosis = diagnoser.diagnose(case.trajectory, context)
+        except Exception as exc:  # a method that cannot read a foreign trace: counted, not fatal
+            diagnosis = Diagnosis.not_run(name, f"{type(exc).__name__}: {exc}")
+        ran += diagnosis.ran
+        uses_gold = uses_gold or diagnosis.uses_gold
+        if not diagnosis.ran and diagnosis.reason:
+            reasons.add(diagnosis.reason[:160])
+        predictions.append(predict(case, diagnosis))
+    facts = {"ran": ran, "n": len(cases), "uses_gold": uses_gold, "not_run_reasons": sorted(reasons)[:3]}
+    return predictions, facts
+
+
+def benchmark(folder: str | Path, methods: Sequence[str] = PASSIVE_METHODS, seed: int = 0) -> dict[str, Any]:
+    """The table of one subset folder: every method and baseline, scored."""
+    cases = load_cases(folder)
+    rng = random.Random(seed)
+    rows: dict[str, Any] = {}
+    for baseline in BASELINES:
+        rows[baseline] = {"kind": "baseline", **score(cases, [_baseline(baseline, c, rng) for c in cases])}
+    rows["random"]["expected"] = expected_random(cases)
+    for method in methods:
+        predictions, facts = run_method(method, cases)
+        rows[method] = {"kind": "method", **facts, **score(cases, predictions)}
+    subset = Path(folder).name
+    return {
+        "subset": subset,
+        "n": len(cases),
+        "rows": rows,
+        "published_step_gpt4o": PUBLISHED_STEP.get(subset, {}),
+    }
+
+
+def _table(result: dict[str, Any]) -> str:
+    lines = [
+        f"{result['subset']} (n={result['n']})",
+        f"{'method':<14}{'step %':>22}{'step+-1 %':>12}{'agent %':>22}",
+    ]
+    for name, row in result["rows"].items():
+        s, a = row["step"], row["agent"]
+        ci_s = f"[{s['ci95'][0]:.1f}, {s['ci95'][1]:.1f}]" if s["ci95"] else ""
+        ci_a = f"[{a['ci95'][0]:.1f}, {a['ci95'][1]:.1f}]" if a["ci95"] else ""
+        lines.append(
+            f"{name:<14}{s['accuracy']:>8.1f} {ci_s:>13}{row['step_within_1']['accuracy']:>12.1f}"
+            f"{a['accuracy']:>8.1f} {ci_a:>13}"
+        )
+    expected = result["rows"]["random"]["expected"]
+    lines.append(f"random (expected): step {expected['step']:.1f} %, agent {expected['agent']:.1f} %")
+    if result["published_step_gpt4o"]:
+        shown = ", ".join(f"{k} {v}" for k, v in result["published_step_gpt4o"].items())
+        lines.append(f"published step accuracy, GPT-4o (for reference): {shown}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.foreign.whowhen", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("data", help="the who_and_when folder (holding the subsets) or one subset folder")
+    parser.add_argument(
+        "--methods", default=",".join(PASSIVE_METHODS), help="comma-separated passive diagnosers"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random baseline's draw")
+    parser.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")
+    args = parser.parse_args(argv)
+    root = Path(args.data)
+    folders = [root / s for s in SUBSETS if (root / s).is_dir()] or [root]
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    results = [benchmark(folder, methods, seed=args.seed) for folder in folders]
+    for result in results:
+        print(_table(result))
+        print()
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
