@@ -1,0 +1,340 @@
+"""TRAIL error localisation: does a diagnoser blame a span the annotators marked as an error?
+
+Each GAIA trace becomes a trajectory (:mod:`causal_middleware.store.trail`); its annotation
+(``annotations/<subset>/<same name>``, read with the importer's trailing-comma tolerance) gives
+the gold error locations, span ids, kept as the run's labels. Only traces with at least one
+annotated error are scored.
+
+A diagnosis names a span as follows: its ``step_id`` when it is one of the run's steps; else the
+first LLM step of its blamed ``hop`` (its first step when it has none: a hop's first step is the
+agent's ``Step N`` span, which TRAIL never annotates); else (the answer stage, or no hop) the last LLM step (the call
+that wrote the answer), or the last step when there is none. A diagnoser that does not run
+predicts nothing (a miss on both counts).
+
+Scores, each a proportion with a bootstrap 95 % interval
+(:func:`causal_middleware.bench.stats.proportion_ci`):
+
+* ``location``: the named span is one of the annotated error spans (TRAIL's location accuracy);
+* ``hop``: the blamed group holds an annotated error. A step's group is its hop, or "outside"
+  when it lies outside every hop (planning calls, the answer stage); the blamed group is the named
+  step's group, else the diagnosis's ``hop``, else "outside".
+
+Baselines: ``first_llm`` / ``last_llm`` (the first or last LLM step), ``first_hop_llm`` (the
+first LLM step of the first hop: what a method that blames hop 1 names), ``random_llm`` (uniform over
+the LLM steps; TRAIL's errors are almost all LLM spans), ``random_step`` (uniform over all steps)
+and, for ``hop`` only, ``random_group`` (uniform over the groups). For the random ones the exact
+expected rate is given beside the interval of one seeded draw. Each method's location hits are
+also compared, paired, with ``first_hop_llm`` (exact McNemar test). TRAIL categories are not scored:
+none of these methods predicts one.
+
+    python -m benchmarks.foreign.trail ../shared/data/trail --json trail.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from causal_middleware.attribution.base import Diagnosis, DiagnosisContext
+from causal_middleware.attribution.registry import get_diagnoser
+from causal_middleware.bench.stats import paired_comparison, proportion_ci
+from causal_middleware.spans.builder import build_trajectory
+from causal_middleware.spans.model import Trajectory
+from causal_middleware.store.trail import LABEL_ERROR_LOCATIONS, annotation_path, read_trail_trace
+
+PASSIVE_METHODS = ("rule", "coverage", "holistic", "iterative")
+BASELINES = ("first_llm", "last_llm", "first_hop_llm", "random_llm", "random_step")
+OUTSIDE = "outside"  # the group of the steps outside every hop
+
+#: published TRAIL (GAIA) figures, for reference only: the best model's joint accuracy
+#: (location and category both right), and the issue's target for location
+PUBLISHED = {"best_joint_gemini_2_5_pro": 0.11}
+
+
+@dataclass
+class Case:
+    """One annotated trace: its trajectory, the gold error spans, the group of each step."""
+
+    file: str
+    trajectory: Trajectory
+    gold: set[str]
+    steps: list[str]
+    llm_steps: list[str]
+    group: dict[str, int | str]
+
+    @property
+    def gold_groups(self) -> set[int | str]:
+        return {self.group[s] for s in self.gold if s in self.group}
+
+
+@dataclass
+class Prediction:
+    span: str | None
+    group: int | str | None
+
+
+def trace_files(data: str | Path) -> list[Path]:
+    """The trace files under ``data``: a TRAIL checkout (``traces/<subset>/*.json``), one subset's
+    traces folder, or one file."""
+    root = Path(data)
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        raise FileNotFoundError(f"TRAIL data not found: {root}")
+    files = sorted(root.glob("traces/*/*.json")) or sorted(root.glob("*.json"))
+    if not files:
+        raise FileNotFoundError(f"{root} holds no TRAIL traces (traces/<subset>/*.json)")
+    return files
+
+
+def load_cases(data: str | Path, limit: int | None = None) -> tuple[list[Case], dict[str, Any]]:
+    """The annotated traces under ``data`` (the first ``limit`` files), and facts about the set."""
+    cases: list[Case] = []
+    facts: Counter[str] = Counter()
+    gold_kinds: Counter[str] = Counter()
+    for file in trace_files(data)[:limit]:
+        facts["traces"] += 1
+        if annotation_path(file) is None:
+            facts["without_annotation"] += 1
+            continue
+        t = build_trajectory(read_trail_trace(file))
+        facts["annotation_repaired"] += bool(t.labels.get("trail.annotation_notes"))
+        facts["with_reference"] += t.reference is not None
+        gold = set(t.labels.get(LABEL_ERROR_LOCATIONS) or [])
+        if not gold:
+            facts["without_errors"] += 1
+            continue
+        group: dict[str, int | str] = {s.step_id: s.hop if s.hop is not None else OUTSIDE for s in t.steps}
+        kinds = {s.step_id: s.kind for s in t.steps}
+        for span in gold:
+            gold_kinds[kinds.get(span, "not a step")] += 1
+            facts["gold_outside_hops"] += group.get(span) == OUTSIDE
+        facts["n_hops"] += len(t.hops)
+        cases.append(
+            Case(
+                file=file.name,
+                trajectory=t,
+                gold=gold,
+                steps=[s.step_id for s in t.steps],
+                llm_steps=[s.step_id for s in t.steps if s.kind == "llm"],
+                group=group,
+            )
+        )
+    n_gold = sum(len(c.gold) for c in cases)
+    summary = {
+        "traces": facts["traces"],
+        "scored": len(cases),
+        "without_annotation": facts["without_annotation"],
+        "without_errors": facts["without_errors"],
+        "annotations_repaired": facts["annotation_repaired"],
+        "with_reference": facts["with_reference"],
+        "gold_spans": n_gold,
+        "gold_span_kinds": dict(gold_kinds),
+        "gold_outside_hops": facts["gold_outside_hops"],
+        "mean_steps": round(sum(len(c.steps) for c in cases) / len(cases), 2) if cases else None,
+        "mean_llm_steps": round(sum(len(c.llm_steps) for c in cases) / len(cases), 2) if cases else None,
+        "mean_hops": round(facts["n_hops"] / len(cases), 2) if cases else None,
+    }
+    return cases, summary
+
+
+def _at(case: Case, span: str) -> Prediction:
+    return Prediction(span, case.group.get(span, OUTSIDE))
+
+
+def predict(case: Case, diagnosis: Diagnosis) -> Prediction:
+    """The span and group a diagnosis names (see the module docstring)."""
+    if not diagnosis.ran or not case.steps:
+        return Prediction(None, None)
+    if diagnosis.step_id is not None and diagnosis.step_id in case.group:
+        return _at(case, diagnosis.step_id)
+    if diagnosis.hop is not None:
+        in_hop = [s for s in case.steps if case.group[s] == diagnosis.hop]
+        first = next((s for s in in_hop if s in case.llm_steps), in_hop[0] if in_hop else None)
+        if first is not None:
+            return _at(case, first)
+        return Prediction(None, diagnosis.hop)
+    return _at(case, (case.llm_steps or case.steps)[-1])
+
+
+def _baseline(name: str, case: Case, rng: random.Random) -> Prediction:
+    pool = case.llm_steps or case.steps
+    if name == "first_llm":
+        return _at(case, pool[0])
+    if name == "last_llm":
+        return _at(case, pool[-1])
+    if name == "first_hop_llm":
+        hop = min((g for g in case.group.values() if isinstance(g, int)), default=None)
+        return _at(case, next((s for s in pool if case.group[s] == hop), pool[0]))
+    if name == "random_llm":
+        return _at(case, rng.choice(pool))
+    if name == "random_step":
+        return _at(case, rng.choice(case.steps))
+    raise KeyError(f"unknown baseline {name!r}; known: {', '.join(BASELINES)}")
+
+
+def _rate(hits: Sequence[bool]) -> dict[str, Any]:
+    ci = proportion_ci(list(hits))
+    n = len(hits)
+    return {
+        "rate": round(sum(hits) / n, 4) if n else None,
+        "ci95": [round(ci[0], 4), round(ci[1], 4)] if ci else None,
+        "hits": int(sum(hits)),
+        "n": n,
+    }
+
+
+def location_hits(cases: Sequence[Case], predictions: Sequence[Prediction]) -> list[bool]:
+    return [p.span is not None and p.span in c.gold for c, p in zip(cases, predictions, strict=True)]
+
+
+def score(cases: Sequence[Case], predictions: Sequence[Prediction]) -> dict[str, Any]:
+    """Location and hop-level hit rates, with bootstrap 95 % intervals."""
+    pairs = list(zip(cases, predictions, strict=True))
+    location = location_hits(cases, predictions)
+    hop = [p.group is not None and p.group in c.gold_groups for c, p in pairs]
+    return {"location": _rate(location), "hop": _rate(hop)}
+
+
+def expected_random(cases: Sequence[Case]) -> dict[str, float]:
+    """Exact expected rates of the uniform picks."""
+    n = len(cases)
+
+    def mean(values: list[float]) -> float:
+        return round(sum(values) / n, 4) if n else 0.0
+
+    def on(pool: list[str], case: Case) -> tuple[float, float]:
+        loc = sum(s in case.gold for s in pool) / len(pool)
+        hop = sum(case.group[s] in case.gold_groups for s in pool) / len(pool)
+        return loc, hop
+
+    llm = [on(c.llm_steps or c.steps, c) for c in cases]
+    every = [on(c.steps, c) for c in cases]
+    groups = [len(c.gold_groups) / len(set(c.group.values())) for c in cases]
+    return {
+        "random_llm_location": mean([x[0] for x in llm]),
+        "random_llm_hop": mean([x[1] for x in llm]),
+        "random_step_location": mean([x[0] for x in every]),
+        "random_step_hop": mean([x[1] for x in every]),
+        "random_group_hop": mean(groups),
+    }
+
+
+def run_method(
+    name: str, cases: Sequence[Case], make: Callable[[str], Any] = get_diagnoser
+) -> tuple[list[Prediction], dict[str, Any]]:
+    """Diagnose each case with the named (passive) method; the predictions and run facts."""
+    diagnoser = make(name)
+    predictions, ran, uses_gold, reasons = [], 0, False, set()
+    answered: Counter[str] = Counter()
+    for case in cases:
+        context = DiagnosisContext(reference=case.trajectory.reference)
+        try:
+            diagnosis = diagnoser.diagnose(case.trajectory, context)
+        except Exception as exc:  # a method that cannot read a foreign trace: counted, not fatal
+            diagnosis = Diagnosis.not_run(name, f"{type(exc).__name__}: {exc}")
+        ran += diagnosis.ran
+        uses_gold = uses_gold or diagnosis.uses_gold
+        if not diagnosis.ran and diagnosis.reason:
+            reasons.add(diagnosis.reason[:160])
+        if diagnosis.ran:
+            answered["step" if diagnosis.step_id in case.group else "hop" if diagnosis.hop else "stage"] += 1
+        predictions.append(predict(case, diagnosis))
+    facts = {
+        "ran": ran,
+        "n": len(cases),
+        "uses_gold": uses_gold,
+        "answered_with": dict(answered),
+        "not_run_reasons": sorted(reasons)[:3],
+    }
+    return predictions, facts
+
+
+def benchmark(
+    data: str | Path, methods: Sequence[str] = PASSIVE_METHODS, seed: int = 0, limit: int | None = None
+) -> dict[str, Any]:
+    """The table: every method and baseline, scored on the annotated traces under ``data``."""
+    cases, summary = load_cases(data, limit)
+    if not cases:
+        raise ValueError(f"no annotated TRAIL trace with errors under {data}")
+    rng = random.Random(seed)
+    rows: dict[str, Any] = {}
+    hits: dict[str, list[bool]] = {}
+    for baseline in BASELINES:
+        predictions = [_baseline(baseline, c, rng) for c in cases]
+        hits[baseline] = location_hits(cases, predictions)
+        rows[baseline] = {"kind": "baseline", **score(cases, predictions)}
+    for method in methods:
+        predictions, facts = run_method(method, cases)
+        hits[method] = location_hits(cases, predictions)
+        rows[method] = {"kind": "method", **facts, **score(cases, predictions)}
+        # paired exact McNemar test on location against the trivial baseline it most resembles
+        versus = paired_comparison(method, "first_hop_llm", hits[method], hits["first_hop_llm"])
+        rows[method]["location_vs_first_hop_llm"] = versus.model_dump()
+    return {
+        "benchmark": "trail",
+        "data": summary,
+        "rows": rows,
+        "expected_random": expected_random(cases),
+        "category": "not scored: none of these methods predicts a TRAIL error category",
+        "published": PUBLISHED,
+        "seed": seed,
+    }
+
+
+def _table(result: dict[str, Any]) -> str:
+    d = result["data"]
+    lines = [
+        f"TRAIL (n={d['scored']} annotated traces with errors of {d['traces']}; {d['gold_spans']} error "
+        f"spans, {d['gold_outside_hops']} outside every hop; mean {d['mean_llm_steps']} LLM steps, "
+        f"{d['mean_hops']} hops)",
+        f"{'method':<14}{'location':>10}{'95% CI':>18}{'hop':>10}{'95% CI':>18}  ran",
+    ]
+    for name, row in result["rows"].items():
+        loc, hop = row["location"], row["hop"]
+        ci_l = f"[{loc['ci95'][0]:.3f}, {loc['ci95'][1]:.3f}]"
+        ci_h = f"[{hop['ci95'][0]:.3f}, {hop['ci95'][1]:.3f}]"
+        ran = f"{row['ran']}/{row['n']}" if row["kind"] == "method" else "-"
+        lines.append(f"{name:<14}{loc['rate']:>10.3f}{ci_l:>18}{hop['rate']:>10.3f}{ci_h:>18}  {ran}")
+    e = result["expected_random"]
+    lines.append(
+        f"random (expected): LLM span location {e['random_llm_location']:.3f}, hop "
+        f"{e['random_llm_hop']:.3f}; any step location {e['random_step_location']:.3f}, hop "
+        f"{e['random_step_hop']:.3f}; uniform group hop {e['random_group_hop']:.3f}"
+    )
+    lines.append(f"category: {result['category']}")
+    lines.append("published (for reference): best joint accuracy 0.11 (Gemini-2.5-pro)")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.foreign.trail", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "data", help="the trail folder (traces/ and annotations/), or a traces/<subset> folder"
+    )
+    parser.add_argument(
+        "--methods", default=",".join(PASSIVE_METHODS), help="comma-separated passive diagnosers"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random baselines' draws")
+    parser.add_argument("--limit", type=int, default=None, help="score only the first N trace files")
+    parser.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")
+    args = parser.parse_args(argv)
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    result = benchmark(args.data, methods, seed=args.seed, limit=args.limit)
+    print(_table(result))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
