@@ -86,7 +86,10 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=_apply)
 
     p = sub.add_parser("simulate", help="generate simulated sessions into the store")
-    p.add_argument("--domain", default="finance")
+    p.add_argument("--domain", default=None, help="a shipped domain (default: finance)")
+    p.add_argument(
+        "--kit", metavar="FILE", help="a domain kit (YAML: your workspace and session templates) instead"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--n-dissatisfied", type=int, default=60)
     p.add_argument("--n-control", type=int, default=15)
@@ -263,12 +266,25 @@ def _apply(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from causal_middleware.context.simulation import generate_benchmark
+    from causal_middleware.context.simulation import Benchmark, generate_benchmark
     from causal_middleware.context.simulation.verification import verify_benchmark
 
-    bench = generate_benchmark(
-        args.domain, seed=args.seed, n_dissatisfied=args.n_dissatisfied, n_control=args.n_control
-    )
+    bench: Benchmark
+    if args.kit:
+        from causal_middleware.context.kit import generate_kit_benchmark
+
+        if args.domain is not None:
+            raise ValueError("pass --domain or --kit, not both")
+        bench = generate_kit_benchmark(
+            args.kit, seed=args.seed, n_dissatisfied=args.n_dissatisfied, n_control=args.n_control
+        )
+    else:
+        bench = generate_benchmark(
+            args.domain or "finance",
+            seed=args.seed,
+            n_dissatisfied=args.n_dissatisfied,
+            n_control=args.n_control,
+        )
     report = verify_benchmark(bench)
     store = _store(args, create=True)
     ids = []
@@ -280,7 +296,11 @@ def _simulate(args: argparse.Namespace) -> int:
         }
         if args.workspaces:
             target = Path(args.workspaces) / trace.ground_truth.trace_id
-            bench.workspace(trace).write_to(target)
+            write = getattr(bench, "write_workspace", None)  # a kit's: with its layout config
+            if write is not None:
+                write(trace, target)
+            else:
+                bench.workspace(trace).write_to(target)
             extra["workspace_dir"] = str(target)
         save_session(store, trace.conversation, **extra)
         ids.append(trace.ground_truth.trace_id)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -26,7 +26,7 @@ from causal_middleware.context.root_cause import Diagnosis, FaultCategory, diagn
 from causal_middleware.context.simulation import Benchmark, SimTrace, domain_names, generate_benchmark
 from causal_middleware.context.simulation.verification import BenchmarkVerificationError, verify_benchmark
 from causal_middleware.context.text import contains, coverage, term_set
-from causal_middleware.context.workspace import SYSTEM_PROMPT_PATH, Workspace
+from causal_middleware.context.workspace import Workspace
 
 B = 1000
 PROPORTIONS = (
@@ -141,7 +141,8 @@ def fix_effective(trace: SimTrace, ws: Workspace, rec: Recommendation) -> bool:
     fixed = ws.with_changes({rec.target_path: rec.new_text})
     fault = gt.fault
     if fault.category == FaultCategory.SYSTEM_PROMPT_GAP:
-        prompt = fixed.read(SYSTEM_PROMPT_PATH) if fixed.exists(SYSTEM_PROMPT_PATH) else ""
+        prompt_path = fixed.system_prompt_path  # system_prompt.md, or the layout's prompt file
+        prompt = fixed.read(prompt_path) if fixed.exists(prompt_path) else ""
         return coverage(term_set(fault.correct_text), term_set(prompt)) >= 0.5
     if fault.category in (FaultCategory.SKILL_FILE_STALE, FaultCategory.TOOL_PROMPT_ERROR):
         path = fault.faulty_path or ""
@@ -288,11 +289,23 @@ def run_context_bench(
     primary = primary or names[0]
     if primary != "all" and primary not in names:
         raise ValueError(f"primary domain {primary!r} is not among the evaluated domains {names}")
+    benches = (
+        generate_benchmark(name, seed=seed, n_dissatisfied=n_dissatisfied, n_control=n_control)
+        for name in names
+    )
+    return score_benchmarks(benches, primary=primary, seed=seed, include_traces=include_traces)
+
+
+def score_benchmarks(
+    benches: Iterable[Benchmark], *, primary: str, seed: int = 0, include_traces: bool = False
+) -> dict[str, Any]:
+    """Verify and evaluate generated benchmarks (built-in domains or kits, see
+    :mod:`causal_middleware.context.kit`); the report of :func:`run_context_bench`."""
     per_domain: dict[str, Any] = {}
     pooled: list[TraceResult] = []
     verification: dict[str, Any] = {}
-    for name in names:
-        bench = generate_benchmark(name, seed=seed, n_dissatisfied=n_dissatisfied, n_control=n_control)
+    for bench in benches:
+        name = bench.domain
         report = verify_benchmark(bench)
         verification[name] = {k: v.model_dump() for k, v in report.checks.items()}
         if not report.ok:
@@ -400,6 +413,13 @@ def register_bench(bench_subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--out", help="write the results JSON here")
     p.add_argument("--traces", action="store_true", help="include per-trace results in the JSON")
     p.add_argument("--list-domains", action="store_true", help="print the shipped domain names, one per line")
+    p.add_argument(
+        "--kit",
+        action="append",
+        metavar="FILE",
+        help="score a domain kit (YAML: your workspace and session templates; see docs/context.md) "
+        "instead of the shipped domains; repeatable",
+    )
     p.add_argument("--json", action="store_true", help="print the results JSON instead of the table")
     p.set_defaults(func=_cmd)
     return p
@@ -409,6 +429,20 @@ def _cmd(args: argparse.Namespace) -> int:
     if args.list_domains:
         for name in domain_names():
             print(name)
+        return 0
+    if args.kit:
+        from causal_middleware.context.kit import run_kit_bench
+
+        if args.domain is not None or args.only:
+            raise ValueError("--kit scores the kit's own sessions; drop --domain / --only")
+        results = run_kit_bench(
+            args.kit,
+            seed=args.seed,
+            n_dissatisfied=args.n_dissatisfied,
+            n_control=args.n_control,
+            include_traces=args.traces,
+        )
+        _emit(args, results)
         return 0
     names = domain_names()
     if args.domain not in (None, "all", *names):
@@ -423,6 +457,11 @@ def _cmd(args: argparse.Namespace) -> int:
         n_control=args.n_control,
         include_traces=args.traces,
     )
+    _emit(args, results)
+    return 0
+
+
+def _emit(args: argparse.Namespace, results: dict[str, Any]) -> None:
     if args.out:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -434,4 +473,3 @@ def _cmd(args: argparse.Namespace) -> int:
         print(markdown_table(results))
         if args.out:
             print(f"\nresults written to {args.out}")
-    return 0
