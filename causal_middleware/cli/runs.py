@@ -46,6 +46,12 @@ def register(subparsers: Any) -> None:
         help="only counterfactual runs forked from this run (id, or a prefix of at least 6 hex digits)",
     )
     p.add_argument("--limit", type=int, default=50, help="at most this many runs (default 50)")
+    p.add_argument(
+        "--after",
+        metavar="RUN_ID",
+        help="the next page: only runs listed after this run (the last run id of the previous page; "
+        "id, or a prefix of at least 6 hex digits)",
+    )
     add_json_arg(p)
     add_store_arg(p)
     p.set_defaults(func=_list)
@@ -131,7 +137,12 @@ _LIST_EPILOG = """\
   hops (the run's hop count; for a fork, the whole run: the parent's hops before the fork point
   plus its own), fork_hop (the hop a fork was forked at; null for other runs), n_spans, labels,
   parent_run_id (the run a fork was forked from; null for other runs).
-The table's "hops" column is `hops`; "fork of" names the parent and fork hop of a fork."""
+The table's "hops" column is `hops`; "fork of" names the parent and fork hop of a fork.
+Pages (keyset, stable while new runs are recorded): the order is newest first, runs without a
+start last, ties by run id; `--after RUN_ID` lists the runs after RUN_ID in that order, so the
+`run_id` of a page's last object is the cursor of the next page (`--limit N --after <it>`); a
+page shorter than --limit (an empty list at the end) is the last. The table prints that cursor
+under a full page."""
 
 _SHOW_EPILOG = """\
 The human output lists every tool call (hop, node, tool, arguments, output, shortened).
@@ -182,12 +193,14 @@ def _labels(labels: dict[str, Any]) -> str:
 def _list(args: argparse.Namespace) -> int:
     with _open(args.store) as store:
         parent = store.resolve_run_id(args.parent) if args.parent else None
+        after = store.resolve_run_id(args.after) if args.after else None
         runs = store.list_runs(
             outcome=args.outcome,
             thread_id=args.thread,
             label=args.label,
             parent_run_id=parent,
             limit=args.limit,
+            after=after,
         )
         hops = {r.run_id: _hop_count(store, r) for r in runs}
     if args.json:
@@ -203,6 +216,8 @@ def _list(args: argparse.Namespace) -> int:
         console.print(f"no runs in {args.store} match")
         return 0
     console.print(_runs_table(runs, hops))
+    if len(runs) == args.limit:
+        console.print(f"next page: --after {runs[-1].run_id}")
     return 0
 
 

@@ -98,8 +98,12 @@ class SpanStore(SpanExporter, ABC):
         label: str | None = None,
         parent_run_id: str | None = None,
         limit: int | None = 100,
+        after: str | None = None,
     ) -> list[RunSummary]:
-        """Runs newest first. ``label`` matches ``key`` or ``key=value`` in the run's labels."""
+        """Runs newest first (runs without a start last, ties by run id). ``label`` matches ``key``
+        or ``key=value`` in the run's labels. ``after`` (a run id) pages by keyset: only the runs
+        after that one in this order, so the last ``run_id`` of a page asks for the next page;
+        KeyError when the store has no such run."""
 
     @abstractmethod
     def annotate(

@@ -102,6 +102,7 @@ class InMemorySpanStore(SpanStore):
         label: str | None = None,
         parent_run_id: str | None = None,
         limit: int | None = 100,
+        after: str | None = None,
     ) -> list[RunSummary]:
         wanted = normalize_outcome(outcome)
         check_limit(limit)
@@ -109,8 +110,15 @@ class InMemorySpanStore(SpanStore):
         since_ns, until_ns = to_ns(since), to_ns(until)
         with self._lock:
             summaries = [s for run_id, s in self._summaries.items() if run_id not in self._hidden]
+            cursor = self._summaries.get(after) if after is not None else None
+        if after is not None and cursor is None:
+            raise KeyError(f"unknown run {after!r} (the 'after' of a listing): the in-memory store has none")
+        ordered = sorted(summaries, key=_newest_first)
+        if cursor is not None:  # keyset: the runs after the cursor in listing order
+            position = _newest_first(cursor)
+            ordered = [s for s in ordered if _newest_first(s) > position]
         out = []
-        for s in sorted(summaries, key=_newest_first):
+        for s in ordered:
             started = to_ns(s.started_at)
             if wanted is not None and not outcome_matches(s.outcome, wanted):
                 continue

@@ -9,6 +9,14 @@ file written by a newer schema fails with a clear error instead of guessing. The
 under the write lock and re-reads the version there, so processes opening a new file at once
 all succeed.
 
+Derived structures, added to any version-1 file when it is opened for writing (by the same
+migration, under the same write lock, checked again there, so files written before them open and
+are brought forward): ``run_labels`` (one row per label of a run: key, the value as label filters
+compare it, the run's sort key; kept by triggers on ``runs``, so code that predates the table keeps
+it right too) and ``runs_listing``, the index whose order is the listing's (newest first, runs
+without a start last, ties by run id). ``list_runs`` reads summary columns only, through these
+indexes, with the LIMIT applied in SQL whatever the filters, and pages by keyset (``after``).
+
 Every SQLite error leaves as a one-line :class:`StoreError` naming the file and the real cause
 (:class:`StoreBusyError`, :class:`StoreFullError`, :class:`StoreReadOnlyError`,
 :class:`StoreCorruptError`). A file that cannot be written (read-only file, folder or media) is
@@ -139,6 +147,79 @@ def _migrate_to_v1(conn: sqlite3.Connection) -> None:
 
 # MIGRATIONS[n] upgrades a database at version n-1 to version n.
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_to_v1}
+# The sort key of the listing order: newest first, runs without a start last (SQLite sorts NULL
+# lowest, so ``coalesce`` to the smallest integer keeps them last in a descending scan).
+_MIN_NS = -9223372036854775807  # fits a 64-bit integer literal (-2**63 would be parsed as a real)
+_SORT_KEY = f"coalesce({{row}}started_at_ns, {_MIN_NS})"
+# A run's labels as label-filter rows: ``value`` is the text a ``key=value`` filter compares
+# (strings as they are, integers in decimal, ``true``/``false``/``null``); NULL for reals, arrays,
+# objects and integers past 64 bits, whose matches are checked in Python. Labels that are not a
+# plain JSON object (``NaN`` in them) give one row with a NULL key: a candidate for every filter.
+_LABELS_OK = "(CASE WHEN json_valid({row}labels) THEN json_type({row}labels) = 'object' ELSE 0 END)"
+_LABEL_ROWS = (
+    "INSERT INTO run_labels (run_id, key, value, sort_key) "
+    "SELECT {row}run_id, j.key, CASE j.type WHEN 'text' THEN j.value "
+    "WHEN 'integer' THEN CASE WHEN typeof(j.value) = 'integer' THEN CAST(j.value AS TEXT) END "
+    "WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' WHEN 'null' THEN 'null' END, "
+    + _SORT_KEY
+    + " FROM {source}json_each(CASE WHEN "
+    + _LABELS_OK
+    + " THEN {row}labels ELSE '{{}}' END) AS j; "
+    "INSERT INTO run_labels (run_id, key, value, sort_key) SELECT {row}run_id, NULL, NULL, "
+    + _SORT_KEY
+    + " {source_only}WHERE NOT "
+    + _LABELS_OK
+)
+
+
+def _label_rows(row: str, source: str = "") -> str:
+    return _LABEL_ROWS.format(
+        row=row,
+        source=f"{source}, " if source else "",
+        source_only=f"FROM {source} " if source else "",
+    )
+
+
+_REFRESH_LABELS = "DELETE FROM run_labels WHERE run_id = new.run_id; " + _label_rows("new.") + ";"
+# name -> DDL of the derived structures (all derived from ``runs``; rebuilt when missing)
+_DERIVED: dict[str, str] = {
+    "runs_listing": f"CREATE INDEX IF NOT EXISTS runs_listing ON runs (is_run, {_SORT_KEY.format(row='')} DESC, run_id)",
+    "run_labels": "CREATE TABLE IF NOT EXISTS run_labels "
+    "(run_id TEXT NOT NULL, key TEXT, value TEXT, sort_key INTEGER NOT NULL)",
+    "run_labels_by_run": "CREATE INDEX IF NOT EXISTS run_labels_by_run ON run_labels (run_id)",
+    "run_labels_by_value": "CREATE INDEX IF NOT EXISTS run_labels_by_value "
+    "ON run_labels (key, value, sort_key DESC, run_id)",
+    "run_labels_by_key": "CREATE INDEX IF NOT EXISTS run_labels_by_key ON run_labels (key, sort_key DESC, run_id)",
+    "run_labels_on_insert": "CREATE TRIGGER IF NOT EXISTS run_labels_on_insert AFTER INSERT ON runs BEGIN "
+    + _REFRESH_LABELS
+    + " END",
+    "run_labels_on_update": "CREATE TRIGGER IF NOT EXISTS run_labels_on_update "
+    "AFTER UPDATE OF labels, started_at_ns ON runs "
+    "WHEN old.labels IS NOT new.labels OR old.started_at_ns IS NOT new.started_at_ns BEGIN "
+    + _REFRESH_LABELS
+    + " END",
+    "run_labels_on_delete": "CREATE TRIGGER IF NOT EXISTS run_labels_on_delete AFTER DELETE ON runs BEGIN "
+    "DELETE FROM run_labels WHERE run_id = old.run_id; END",
+}
+
+
+def _missing_derived(conn: sqlite3.Connection) -> list[str]:
+    present = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE name LIKE 'run%'")}
+    return [name for name in _DERIVED if name not in present]
+
+
+def _add_derived(conn: sqlite3.Connection) -> None:
+    """Create the derived structures a file lacks (inside the migration's transaction); a new
+    ``run_labels`` is filled from the runs already stored."""
+    missing = _missing_derived(conn)
+    for name in missing:
+        conn.execute(_DERIVED[name])
+    if "run_labels" in missing:
+        conn.execute("DELETE FROM run_labels")
+        for statement in _label_rows("runs.", "runs").split("; "):
+            conn.execute(statement)
+
+
 # ``meta`` (writer counters) is created on first use, so files of version 1 without it stay valid
 _META_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL DEFAULT 0)"
 # the oldest layout this code can read without migrating it (read-only stores)
@@ -180,14 +261,15 @@ _SPAN_COLUMNS = (
 
 
 def migrate(conn: sqlite3.Connection, path: str = "<connection>") -> int:
-    """Bring the schema to :data:`SCHEMA_VERSION` in one transaction; returns the version found.
+    """Bring the schema to :data:`SCHEMA_VERSION`, with the derived label and listing indexes, in
+    one transaction; returns the version found.
 
     Raises :class:`StoreError` when the database was written by a newer schema. Safe when several
     processes open a new file at once: the version is read again under the write lock, so only the
     first one migrates.
     """
     found = _check_version(conn, path)
-    if found == SCHEMA_VERSION:
+    if found == SCHEMA_VERSION and not _missing_derived(conn):
         return found
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -196,6 +278,7 @@ def migrate(conn: sqlite3.Connection, path: str = "<connection>") -> int:
             for version in range(found + 1, SCHEMA_VERSION + 1):
                 MIGRATIONS[version](conn)
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        _add_derived(conn)  # re-checked under the lock: only the first opener builds them
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
@@ -270,6 +353,7 @@ class SqliteSpanStore(SpanStore):
         self._cache_size = cache_size
         self._in_memory = self.path == ":memory:" or self.path.startswith("file::memory:")
         self._key = f"sqlite-memory:{id(self)}"
+        self._label_index: bool | None = None  # whether the file has run_labels (read-only old files may not)
         self.read_only = bool(read_only)
         self.open_mode = "memory" if self._in_memory else "rw"
         may_fall_back = False
@@ -577,43 +661,144 @@ class SqliteSpanStore(SpanStore):
         label: str | None = None,
         parent_run_id: str | None = None,
         limit: int | None = 100,
+        after: str | None = None,
     ) -> list[RunSummary]:
         wanted = normalize_outcome(outcome)
         check_limit(limit)
         check_label(label)
         self._await_pending()
-        where: list[str] = ["is_run = 1"]
+        with self._lock, self._reading("listing runs"):
+            return self._list_runs(wanted, thread_id, since, until, label, parent_run_id, limit, after)
+
+    def _list_runs(
+        self,
+        wanted: Outcome | None,
+        thread_id: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        label: str | None,
+        parent_run_id: str | None,
+        limit: int | None,
+        after: str | None,
+    ) -> list[RunSummary]:
+        """The listing as one ordered, LIMITed query over ``runs_listing`` (or, for a label filter,
+        over the label index joined to ``runs``); pages after ``after`` by keyset."""
+        sort = _SORT_KEY.format(row="r.")
+        where: list[str] = ["r.is_run = 1"]
         params: list[Any] = []
         if wanted is Outcome.UNKNOWN:
-            where.append("(outcome = 'unknown' OR outcome IS NULL)")
+            where.append("(r.outcome = 'unknown' OR r.outcome IS NULL)")
         elif wanted is not None:
-            where.append("outcome = ?")
+            where.append("r.outcome = ?")
             params.append(wanted.value)
-        for column, op, value in (
-            ("thread_id", "=", thread_id),
-            ("started_at_ns", ">=", to_ns(since)),
-            ("started_at_ns", "<=", to_ns(until)),
-            ("parent_run_id", "=", parent_run_id),
+        for condition, value in (
+            ("r.thread_id = ?", thread_id),
+            (f"{sort} >= ?", to_ns(since)),  # on the sort key, so that runs_listing serves the range
+            (f"r.started_at_ns IS NOT NULL AND {sort} <= ?", to_ns(until)),
+            ("r.parent_run_id = ?", parent_run_id),
         ):
             if value is not None:
-                where.append(f"{column} {op} ?")
+                where.append(condition)
                 params.append(value)
-        sql = "SELECT * FROM runs WHERE " + " AND ".join(where)
-        sql += " ORDER BY started_at_ns IS NULL, started_at_ns DESC, run_id"
-        if limit is not None and label is None:
-            sql += f" LIMIT {int(limit)}"
-        out = []
-        with self._lock, self._reading("listing runs"):
-            rows = self._conn.execute(sql, params).fetchall()
-        for row in rows:
-            with self._reading("listing runs"):
-                summary = _summary(row)
-            if label is not None and not label_matches(summary.labels, label):
-                continue
-            out.append(summary)
-            if limit is not None and len(out) >= limit:
-                break
-        return out
+        cursor: tuple[int, str] | None = None
+        if after is not None:
+            row = self._conn.execute(
+                f"SELECT {_SORT_KEY.format(row='')} AS sort_key FROM runs WHERE run_id = ?", (after,)
+            ).fetchone()
+            if row is None:
+                raise KeyError(
+                    f"unknown run {after!r} (the 'after' of a listing): span store {self.path} has none"
+                )
+            cursor = (int(row["sort_key"]), after)
+        order = sort  # the column the keyset follows
+        # a thread's or a parent's runs are few: their index serves them (sorted after), not a
+        # walk of the whole listing, which the planner would otherwise prefer for its order
+        source = "runs AS r" + (
+            " INDEXED BY runs_by_thread"
+            if thread_id is not None
+            else " INDEXED BY runs_by_parent"
+            if parent_run_id is not None
+            else ""
+        )
+        check: Callable[[Sequence[Any]], bool] | None = None
+        exact = True  # whether the SQL selects exactly the matches (else it over-fetches a little)
+        if label is not None:
+            plan = self._label_plan(label)
+            if plan is None:  # a read-only file without the label index: matched in Python
+                check, exact = _label_check(label), False
+            else:
+                condition, label_params, exact = plan
+                check = _label_check(label)  # candidates are checked again; see _label_plan
+                if thread_id is None and parent_run_id is None:
+                    # the label index drives, in listing order (CROSS JOIN keeps it outermost)
+                    source = "run_labels AS l CROSS JOIN runs AS r ON r.run_id = l.run_id"
+                    order = "l.sort_key"
+                    where.insert(0, condition)
+                    params[:0] = label_params
+                else:  # the thread's or parent's index drives, labels probed per run
+                    where.append(
+                        f"EXISTS (SELECT 1 FROM run_labels AS l WHERE l.run_id = r.run_id AND {condition})"
+                    )
+                    params.extend(label_params)
+        id_column = "l.run_id" if order == "l.sort_key" else "r.run_id"
+        sql_head = f"SELECT {_SUMMARY_COLUMNS}, {order} AS sort_key FROM {source} WHERE " + " AND ".join(
+            where
+        )
+        sql_tail = f" ORDER BY {order} DESC, {id_column}"
+        out: list[RunSummary] = []
+        while True:
+            sql, page_params = sql_head, list(params)
+            if cursor is not None:
+                sql += f" AND {order} <= ? AND ({order} < ? OR {id_column} > ?)"
+                page_params += [cursor[0], cursor[0], cursor[1]]
+            chunk = None if limit is None else max(limit - len(out), 1 if exact else 32)
+            sql += sql_tail + (f" LIMIT {chunk}" if chunk is not None else "")
+            plain = self._conn.cursor()
+            plain.row_factory = None  # tuples in _SUMMARY_COLUMNS order, then the sort key
+            rows = plain.execute(sql, page_params).fetchall()
+            for row in rows:
+                if check is not None and not check(row):
+                    continue
+                out.append(_summary(row))
+                if limit is not None and len(out) >= limit:
+                    return out
+            if chunk is None or len(rows) < chunk:
+                return out
+            cursor = (int(rows[-1][12]), rows[-1][0])
+
+    def _label_plan(self, label: str) -> tuple[str, list[Any], bool] | None:
+        """SQL over ``run_labels AS l`` selecting every run the label filter may match, its
+        parameters, and whether it selects exactly the matches (the usual case: one key, one value
+        text). Reals, arrays, objects, labels that are not plain JSON and filters with several
+        candidate texts select candidates the caller checks in Python. None when the file has no
+        label index."""
+        if not self._has_label_index():
+            return None
+        key, sep, wanted = label.partition("=")
+        key = key.strip()
+        exact = True
+        if not sep:
+            condition, params = "l.key = ?", [key]
+        else:
+            values = _label_texts(wanted)
+            inexact = self._conn.execute(
+                "SELECT 1 FROM run_labels WHERE key = ? AND value IS NULL LIMIT 1", (key,)
+            ).fetchone()
+            if len(values) == 1 and inexact is None:  # one index range, in listing order
+                condition, params = "l.key = ? AND l.value = ?", [key, values[0]]
+            else:
+                marks = ", ".join("?" * len(values))
+                condition = f"l.key = ? AND (l.value IN ({marks}) OR l.value IS NULL)"
+                params = [key, *values]
+                exact = False
+        if self._conn.execute("SELECT 1 FROM run_labels WHERE key IS NULL LIMIT 1").fetchone():
+            condition, exact = f"(({condition}) OR l.key IS NULL)", False
+        return condition, params, exact
+
+    def _has_label_index(self) -> bool:
+        if self._label_index is None:
+            self._label_index = not _missing_derived(self._conn)
+        return self._label_index
 
     def resolve_run_id(self, run_id_or_prefix: str) -> str:
         wanted = run_id_or_prefix.strip().lower()
@@ -624,8 +809,10 @@ class SqliteSpanStore(SpanStore):
             known = [
                 row["run_id"]
                 for row in self._conn.execute(
-                    "SELECT run_id FROM runs WHERE substr(run_id, 1, ?) = ? AND is_run = 1 LIMIT 6",
-                    (len(wanted), wanted),
+                    # a range of the primary key (run ids are lower-case hex: 'g' sorts after them)
+                    "SELECT run_id FROM runs WHERE run_id >= ? AND run_id < ? AND substr(run_id, 1, ?) = ? "
+                    "AND is_run = 1 LIMIT 6",
+                    (wanted, wanted + "g", len(wanted), wanted),
                 )
             ]
         return match_run_prefix(wanted, known)
@@ -735,18 +922,55 @@ class SqliteSpanStore(SpanStore):
         ]
 
 
-def _summary(row: sqlite3.Row) -> RunSummary:
-    return RunSummary(
-        run_id=row["run_id"],
-        thread_id=row["thread_id"],
-        graph=row["graph"],
-        started_at=datetime_from_ns(row["started_at_ns"]),
-        ended_at=datetime_from_ns(row["ended_at_ns"]),
-        status=row["status"],
-        outcome=row["outcome"],
-        answer=row["answer"],
-        n_hops=row["n_hops"],
-        n_spans=row["n_spans"],
-        labels=json.loads(row["labels"]),
-        parent_run_id=row["parent_run_id"],
+_SUMMARY_COLUMNS = (
+    "r.run_id, r.thread_id, r.graph, r.started_at_ns, r.ended_at_ns, r.status, r.outcome, r.answer, "
+    "r.n_hops, r.n_spans, r.labels, r.parent_run_id"
+)
+
+
+def _summary(row: Sequence[Any]) -> RunSummary:
+    """The listing's row from its summary columns (pydantic-core validates a flat dict in a few
+    microseconds; ``model_construct`` is slower)."""
+    return RunSummary.model_validate(
+        {
+            "run_id": row[0],
+            "thread_id": row[1],
+            "graph": row[2],
+            "started_at": datetime_from_ns(row[3]),
+            "ended_at": datetime_from_ns(row[4]),
+            "status": row[5],
+            "outcome": row[6],
+            "answer": row[7],
+            "n_hops": row[8],
+            "n_spans": row[9],
+            "labels": json.loads(row[10]),
+            "parent_run_id": row[11],
+        }
     )
+
+
+def _label_check(label: str) -> Callable[[Sequence[Any]], bool]:
+    def check(row: Sequence[Any]) -> bool:
+        return label_matches(json.loads(row[10]), label)
+
+    return check
+
+
+def _label_texts(wanted: str) -> list[str]:
+    """The ``run_labels.value`` texts a ``key=wanted`` filter may match (see :func:`label_matches`):
+    the text itself (a string's value or a value's ``str``), its stripped form (a value's JSON
+    text), the string a JSON string literal stands for, and ``true``/``false``/``null`` for
+    Python's ``True``/``False``/``None``."""
+    texts = [wanted, wanted.strip()]
+    stripped = wanted.strip()
+    if stripped.startswith('"'):
+        try:
+            decoded = json.loads(stripped)
+        except ValueError:
+            decoded = None
+        if isinstance(decoded, str) and json.dumps(decoded, ensure_ascii=False) == stripped:
+            texts.append(decoded)
+    python_names = {"True": "true", "False": "false", "None": "null"}
+    if wanted in python_names:
+        texts.append(python_names[wanted])
+    return list(dict.fromkeys(texts))
