@@ -48,6 +48,7 @@ bench: $(STAMP) $(PHOENIX_STAMP)
 	$(PY) -m benchmarks.agents --out bench-results
 	$(PY) -m benchmarks.agents.reference --out bench-results
 	$(PY) -m benchmarks.reliability --out bench-results
+	$(PY) -m benchmarks.perf --out bench-results
 
 clean:
 	rm -rf $(VENV) $(PHOENIX_VENV) bench-results .pytest_cache .mypy_cache .ruff_cache
