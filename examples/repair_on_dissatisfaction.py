@@ -19,7 +19,8 @@ from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from causal_middleware import instrument
-from causal_middleware.repair import DissatisfactionJudge, Judgement, RepairQueue
+from causal_middleware.context.judges import DissatisfactionJudge
+from causal_middleware.repair import Judgement, RepairQueue
 from causal_middleware.repair.models import CRSResult, RepairResult
 from causal_middleware.spans.model import Trajectory
 from causal_middleware.store.memory import InMemorySpanStore

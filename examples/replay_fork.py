@@ -15,9 +15,9 @@ from causal_middleware.integrations.langgraph.reference_agent import (
 from langgraph.checkpoint.memory import InMemorySaver
 
 from causal_middleware import Replayer, instrument
-from causal_middleware.replay import executed_node_steps
 from causal_middleware.spans.model import Trajectory
 from causal_middleware.store.memory import InMemorySpanStore
+from causal_middleware.store.stitch import executed_node_steps
 from causal_middleware.world.generator import generate_world
 
 

@@ -21,8 +21,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from causal_middleware.replay.protocol import ForkBackend, SuffixMode
-from causal_middleware.replay.stitch import at_root, executed_node_steps
 from causal_middleware.spans.model import Trajectory
+from causal_middleware.store.stitch import at_root, executed_node_steps
 
 __all__ = ["format_replay_table", "run_replay_bench"]
 

@@ -15,8 +15,8 @@ from rich.console import Console
 from rich.table import Table
 
 from causal_middleware.cli._common import add_json_arg, add_store_arg, print_json
-from causal_middleware.replay.stitch import INHERITED, INTERVENED, REPLAYED, executed_node_steps
 from causal_middleware.spans.model import Hop, Trajectory
+from causal_middleware.store.stitch import INHERITED, INTERVENED, REPLAYED, executed_node_steps
 
 MODES = ("regenerate", "frozen", "replay")
 

@@ -7,7 +7,6 @@ when runs fail); :func:`compute_crs` is the scoring core the ``crs`` diagnoser s
 
 from causal_middleware.repair.candidates import candidate_steps, final_answer_step
 from causal_middleware.repair.crs import ForkCache, compute_crs
-from causal_middleware.repair.judges import DissatisfactionJudge
 from causal_middleware.repair.minimality import minimality, tokenize
 from causal_middleware.repair.models import (
     ContrastivePair,
@@ -46,7 +45,6 @@ __all__ = [
     "CRSResult",
     "CallableVerifier",
     "ContrastivePair",
-    "DissatisfactionJudge",
     "FailureJudge",
     "ForkCache",
     "Judgement",

@@ -3,7 +3,7 @@
 The user's thread only ever calls :meth:`RepairQueue.submit`, which never blocks: when the queue
 is full the run is dropped and counted. A daemon worker thread reads the run from the store, asks
 a :class:`FailureJudge` whether it failed (a verifier on its answer, or any detector with a
-``judge`` method, e.g. :class:`~causal_middleware.repair.judges.DissatisfactionJudge`, the context
+``judge`` method, e.g. :class:`~causal_middleware.context.judges.DissatisfactionJudge`, the context
 package's dissatisfaction detector), and for a failed run (or the run the judge blames) runs
 the bound :class:`~causal_middleware.repair.service.RepairService` (which writes ``diagnosis`` and
 ``repair`` records to the store). It then emits a ``repair`` span and a ``diagnosis`` child span

@@ -1,4 +1,5 @@
-"""Replay, core side: the fork contracts, fork requests, stitching, side-effect policy, determinism.
+"""Replay, core side: the fork contracts, fork requests, side-effect policy, determinism (stitching a
+fork onto its parent is the store's: ``causal_middleware.store.stitch``).
 
 The LangGraph implementation (``Replayer``) lives in ``causal_middleware.integrations.langgraph.replayer``
 and is also importable as ``causal_middleware.Replayer``; nothing here imports LangGraph.
@@ -16,7 +17,6 @@ from causal_middleware.replay.errors import ReplayError, SideEffectBlockedError
 from causal_middleware.replay.policy import ForkPolicy, RecordedCall, current_fork_policy, fork_policy
 from causal_middleware.replay.protocol import AsyncForkBackend, DiscardingForkBackend, ForkBackend, SuffixMode
 from causal_middleware.replay.request import ForkPoint, ForkRequest
-from causal_middleware.replay.stitch import executed_node_steps, is_stitched, own_steps, stitch_fork
 
 __all__ = [
     "AgentAdapter",
@@ -36,9 +36,5 @@ __all__ = [
     "compare_suffixes",
     "current_fork_policy",
     "determinism_settings",
-    "executed_node_steps",
     "fork_policy",
-    "is_stitched",
-    "own_steps",
-    "stitch_fork",
 ]

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from causal_middleware.replay.stitch import own_steps
 from causal_middleware.spans.model import Trajectory
+from causal_middleware.store.stitch import own_steps
 
 __all__ = [
     "DeterminismReport",

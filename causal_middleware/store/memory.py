@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from causal_middleware.replay.stitch import stitch_from_store  # forks read back stitched (replayer)
 from causal_middleware.spans.builder import (
     SpanFacts,
     build_trajectory,
@@ -37,6 +36,7 @@ from causal_middleware.store._common import (
     to_ns,
 )
 from causal_middleware.store.base import RunSummary, SpanStore
+from causal_middleware.store.stitch import stitch_from_store  # forks read back stitched (replayer)
 
 
 class InMemorySpanStore(SpanStore):

@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import quote
 
-from causal_middleware.replay.stitch import stitch_from_store  # forks read back stitched (replayer)
 from causal_middleware.spans.builder import (
     SpanFacts,
     build_trajectory,
@@ -76,6 +75,7 @@ from causal_middleware.store.base import (
     StoreReadOnlyError,
     match_run_prefix,
 )
+from causal_middleware.store.stitch import stitch_from_store  # forks read back stitched (replayer)
 
 SCHEMA_VERSION = 1
 DEFAULT_BUSY_TIMEOUT_S = 30.0

@@ -12,10 +12,10 @@ from causal_middleware.integrations.langgraph.reference_agent.adapter import ref
 from causal_middleware.faults.corpus import FaultCorpus
 from causal_middleware.faults.eligibility import search_hops
 from causal_middleware.faults.sweep import SweepEnvironment, base_run, run_sweep
-from causal_middleware.replay.stitch import executed_node_steps
 from causal_middleware.spans import attributes as A
 from causal_middleware.spans.model import Document, Hop, RetrievalStep, Trajectory
 from causal_middleware.store.memory import InMemorySpanStore
+from causal_middleware.store.stitch import executed_node_steps
 from causal_middleware.world.generator import generate_world
 from causal_middleware.world.model import Dataset, HopGold, Passage, Question
 from causal_middleware.world.scoring import is_correct

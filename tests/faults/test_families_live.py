@@ -6,8 +6,8 @@ from __future__ import annotations
 from faults_helpers import assert_live_suffix, correct_question, sweep_one
 
 from causal_middleware.faults.model import FaultLabel
-from causal_middleware.replay.stitch import INHERITED, INTERVENED
 from causal_middleware.retrieval.tokenize import tokenize
+from causal_middleware.store.stitch import INHERITED, INTERVENED
 from causal_middleware.world.scoring import contains_answer, is_correct, token_set
 from causal_middleware.world.templates import CONFIDENCE_MARKERS, parse_sub_query
 

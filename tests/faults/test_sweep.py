@@ -13,8 +13,8 @@ from faults_helpers import make_env, small_world
 from causal_middleware.faults.model import FaultLabel
 from causal_middleware.faults.persistent import ScopedIndex, corrupted_copy
 from causal_middleware.faults.sweep import RECORD_KIND, iter_units, latest_records, run_sweep, unit_key
-from causal_middleware.replay.stitch import own_steps
 from causal_middleware.retrieval.bm25 import BM25Index
+from causal_middleware.store.stitch import own_steps
 from causal_middleware.world.model import Passage
 from causal_middleware.world.scoring import is_correct
 

@@ -24,12 +24,12 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from causal_middleware.replay.stitch import HOPS_OFFSET_LABEL
 from causal_middleware.retrieval.bm25 import BM25Index
 from causal_middleware.spans import attributes as A
 from causal_middleware.spans.model import Document, Intervention, Lineage, NodeStep, Outcome, Trajectory
 from causal_middleware.store.base import SpanStore
 from causal_middleware.store.memory import InMemorySpanStore
+from causal_middleware.store.stitch import HOPS_OFFSET_LABEL
 from causal_middleware.world.model import Passage
 
 PASSAGES = [

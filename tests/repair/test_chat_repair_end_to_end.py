@@ -35,8 +35,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from pydantic import Field
 
 from causal_middleware import instrument
+from causal_middleware.context.judges import DissatisfactionJudge
 from causal_middleware.repair import (
-    DissatisfactionJudge,
     Judgement,
     LLMProposer,
     ReferenceVerifier,

@@ -19,7 +19,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from causal_middleware import instrument
-from causal_middleware.repair import DissatisfactionJudge, Judgement, RepairQueue
+from causal_middleware.context.judges import DissatisfactionJudge
+from causal_middleware.repair import Judgement, RepairQueue
 from causal_middleware.repair.models import CRSResult, RepairResult
 from causal_middleware.repair.trigger import root_span_id
 from causal_middleware.spans import attributes as A

@@ -33,8 +33,8 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
 from pydantic import Field
 
-from causal_middleware.replay.stitch import INHERITED, INTERVENED, is_stitched
 from causal_middleware.store.memory import InMemorySpanStore
+from causal_middleware.store.stitch import INHERITED, INTERVENED, is_stitched
 
 from .conftest import checkpoint_rows
 

@@ -9,9 +9,9 @@ import pytest
 from causal_middleware.integrations.langgraph.replayer import Replayer, SideEffectBlockedError
 from causal_middleware.integrations.langgraph.replayer.branch import checkpoint_config
 
-from causal_middleware.replay.stitch import INHERITED, INTERVENED, REPLAYED, at_root, executed_node_steps
 from causal_middleware.spans import attributes as A
 from causal_middleware.spans.model import Trajectory
+from causal_middleware.store.stitch import INHERITED, INTERVENED, REPLAYED, at_root, executed_node_steps
 
 from .conftest import Shape, checkpoint_rows, run_snapshot
 

@@ -9,9 +9,9 @@ from causal_middleware.integrations.langgraph.replayer import ForkRequest, Repla
 from langgraph.checkpoint.memory import InMemorySaver
 
 from causal_middleware.replay.protocol import AsyncForkBackend, ForkBackend
-from causal_middleware.replay.stitch import INHERITED, INTERVENED
 from causal_middleware.spans import attributes as A
 from causal_middleware.store.memory import InMemorySpanStore
+from causal_middleware.store.stitch import INHERITED, INTERVENED
 
 from .conftest import Shape
 

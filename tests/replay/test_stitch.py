@@ -7,18 +7,6 @@ from typing import Any
 
 import pytest
 
-from causal_middleware.replay.stitch import (
-    FROZEN_COPY,
-    INHERITED,
-    INTERVENED,
-    REPLAYED,
-    documents_in,
-    executed_node_steps,
-    is_stitched,
-    own_steps,
-    stitch_fork,
-    stitch_from_store,
-)
 from causal_middleware.spans.model import (
     AnswerStep,
     Document,
@@ -29,6 +17,18 @@ from causal_middleware.spans.model import (
     NodeStep,
     RetrievalStep,
     Trajectory,
+)
+from causal_middleware.store.stitch import (
+    FROZEN_COPY,
+    INHERITED,
+    INTERVENED,
+    REPLAYED,
+    documents_in,
+    executed_node_steps,
+    is_stitched,
+    own_steps,
+    stitch_fork,
+    stitch_from_store,
 )
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

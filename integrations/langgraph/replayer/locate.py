@@ -14,8 +14,8 @@ from datetime import datetime
 from typing import Any
 
 from causal_middleware.replay.errors import ReplayError
-from causal_middleware.replay.stitch import at_root
 from causal_middleware.spans.model import NodeStep, Trajectory
+from causal_middleware.store.stitch import at_root
 
 from .branch import Branch
 

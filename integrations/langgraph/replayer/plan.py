@@ -20,8 +20,8 @@ from causal_middleware.replay.determinism import determinism_settings
 from causal_middleware.replay.errors import ReplayError
 from causal_middleware.replay.policy import RecordedCall
 from causal_middleware.replay.request import ForkPoint, ForkRequest
-from causal_middleware.replay.stitch import HOPS_OFFSET_LABEL, at_root
 from causal_middleware.spans.model import Lineage, NodeStep, Trajectory
+from causal_middleware.store.stitch import HOPS_OFFSET_LABEL, at_root
 
 from .branch import Branch, checkpoint_config
 from .fork_thread import new_fork_thread_id

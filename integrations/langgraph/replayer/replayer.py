@@ -4,7 +4,7 @@ A fork never touches the original, nor the thread it ran on: the parent's branch
 checkpoint before the node is copied into a fork thread of its own (``fork_thread``), where
 ``update_state`` writes the new output as a child of that checkpoint and the suffix runs from the
 child; its spans form a new trace. The store links that trace to the parent (lineage) and reads
-it back stitched onto the parent's prefix (``causal_middleware.replay.stitch``). ``discard_fork``
+it back stitched onto the parent's prefix (``causal_middleware.store.stitch``). ``discard_fork``
 deletes a fork's thread from the checkpointer once the fork is no longer needed.
 """
 
@@ -30,7 +30,9 @@ from causal_middleware.replay.errors import ReplayError
 from causal_middleware.replay.policy import ForkPolicy, fork_policy
 from causal_middleware.replay.protocol import SuffixMode
 from causal_middleware.replay.request import ForkPoint, ForkRequest
-from causal_middleware.replay.stitch import (
+from causal_middleware.spans.model import NodeStep, Trajectory
+from causal_middleware.store.base import SpanStore
+from causal_middleware.store.stitch import (
     BRANCH_CHECKPOINT_LABEL,
     INTERVENED,
     REPLAYED,
@@ -38,8 +40,6 @@ from causal_middleware.replay.stitch import (
     is_stitched,
     stitch_fork,
 )
-from causal_middleware.spans.model import NodeStep, Trajectory
-from causal_middleware.store.base import SpanStore
 
 from ..instrument import InstrumentedGraph
 from .branch import Branch, aread_branch, read_branch
