@@ -36,7 +36,7 @@ from pydantic import BaseModel
 from causal_middleware.spans import attributes as A
 from causal_middleware.spans.content import CaptureContent, ContentFilterExporter, Redactor, default_redactor
 from causal_middleware.spans.health import health
-from causal_middleware.spans.writer import BackgroundWriter
+from causal_middleware.spans.writer import BackgroundWriter, RetryableWriteError
 
 OtlpProtocol = Literal["http/protobuf", "grpc"]
 OTLP_PROTOCOLS: tuple[str, ...] = ("http/protobuf", "grpc")
@@ -391,8 +391,6 @@ class RunSpanProcessor(SpanProcessor):
             background = bool(getattr(exporter, "background_writes", False))
         self.writer: BackgroundWriter | None = None
         if background:
-            from causal_middleware.store.base import StoreBusyError  # core stays import-light
-
             pending_key = getattr(exporter, "pending_key", None)
             key = str(pending_key()) if callable(pending_key) else None
             self.writer = BackgroundWriter(
@@ -403,7 +401,7 @@ class RunSpanProcessor(SpanProcessor):
                 max_items=max_queued_runs,
                 max_spans=max_queued_spans,
                 retry_for_s=retry_for_s,
-                is_retryable=lambda exc: isinstance(exc, StoreBusyError),
+                is_retryable=lambda exc: isinstance(exc, RetryableWriteError),
                 registry_key=key,
             )
 

@@ -38,6 +38,11 @@ from typing import Any
 from causal_middleware.spans.health import health
 
 
+class RetryableWriteError(Exception):
+    """Marker base for sink errors worth retrying (a store whose write lock another process
+    holds): the writer retries these within its window instead of dropping the batch."""
+
+
 @dataclass
 class WriteItem:
     """One unit of work: ``payload`` (e.g. a run's spans), its ``key`` (run id) and span count."""

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from causal_middleware.spans.model import Lineage, Outcome, Status, Trajectory
 from causal_middleware.spans.record import SpanRecord
-from causal_middleware.spans.writer import await_pending
+from causal_middleware.spans.writer import RetryableWriteError, await_pending
 
 
 class RunSummary(BaseModel):
@@ -49,7 +49,7 @@ class StoreError(ValueError):
     """
 
 
-class StoreBusyError(StoreError):
+class StoreBusyError(StoreError, RetryableWriteError):
     """Another connection (often another process) holds the store's write lock; worth retrying."""
 
 
