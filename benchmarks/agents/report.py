@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from causal_middleware.bench.stats import proportion_ci
+from causal_middleware.evaluation.stats import proportion_ci
 
 PROBING = ("frozen_hop", "suffix_regen", "crs", "path_aware")
 TARGET_ACCURACY = 0.85

@@ -12,7 +12,7 @@ that wrote the answer), or the last step when there is none. A diagnoser that do
 predicts nothing (a miss on both counts).
 
 Scores, each a proportion with a bootstrap 95 % interval
-(:func:`causal_middleware.bench.stats.proportion_ci`):
+(:func:`causal_middleware.evaluation.stats.proportion_ci`):
 
 * ``location``: the named span is one of the annotated error spans (TRAIL's location accuracy);
 * ``hop``: the blamed group holds an annotated error. A step's group is its hop, or "outside"
@@ -44,7 +44,7 @@ from typing import Any
 
 from causal_middleware.attribution.base import Diagnosis, DiagnosisContext
 from causal_middleware.attribution.registry import get_diagnoser
-from causal_middleware.bench.stats import paired_comparison, proportion_ci
+from causal_middleware.evaluation.stats import paired_comparison, proportion_ci
 from causal_middleware.spans.builder import build_trajectory
 from causal_middleware.spans.model import Trajectory
 from causal_middleware.store.trail import LABEL_ERROR_LOCATIONS, annotation_path, read_trail_trace

@@ -7,7 +7,7 @@ hop) the last message. The predicted agent is that step's agent (the diagnosis's
 names no step). A diagnoser that does not run predicts nothing (wrong on both counts).
 
 Scores per subset: step accuracy (exact index), step accuracy within +/-1 and agent accuracy,
-each with a bootstrap 95 % interval (:func:`causal_middleware.bench.stats.proportion_ci`), for
+each with a bootstrap 95 % interval (:func:`causal_middleware.evaluation.stats.proportion_ci`), for
 each method and for the baselines ``first_agent`` (the first message not by the human), ``last``
 (the last message) and ``random`` (uniform over the messages: the exact expected accuracy, and
 the interval of one seeded draw).
@@ -28,7 +28,7 @@ from typing import Any
 
 from causal_middleware.attribution.base import Diagnosis, DiagnosisContext
 from causal_middleware.attribution.registry import get_diagnoser
-from causal_middleware.bench.stats import proportion_ci
+from causal_middleware.evaluation.stats import proportion_ci
 from causal_middleware.spans.builder import build_trajectory
 from causal_middleware.spans.model import Trajectory
 from causal_middleware.store.whowhen import (

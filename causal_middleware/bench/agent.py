@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from causal_middleware.bench.stats import bootstrap_ci
+from causal_middleware.evaluation.stats import bootstrap_ci
 from causal_middleware.world.model import Dataset, Question
 from causal_middleware.world.scoring import is_correct
 

@@ -31,7 +31,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from causal_middleware.attribution.base import Diagnosis
-from causal_middleware.bench.stats import bootstrap_ci, paired_comparison
+from causal_middleware.evaluation.stats import bootstrap_ci, paired_comparison
 from causal_middleware.faults.model import ContentOutcome, FaultLabel
 
 CONTENT_OUTCOMES: tuple[ContentOutcome, ...] = ("absorbed", "resisted", "derailed")

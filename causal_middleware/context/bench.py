@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from causal_middleware.bench.stats import bootstrap_ci, percentile_interval, resample_indices
 from causal_middleware.context.detector import detect_offline
 from causal_middleware.context.recommendation import Operation, Recommendation
 from causal_middleware.context.recommender import recommend
@@ -27,6 +26,7 @@ from causal_middleware.context.simulation import Benchmark, SimTrace, domain_nam
 from causal_middleware.context.simulation.verification import BenchmarkVerificationError, verify_benchmark
 from causal_middleware.context.text import contains, coverage, term_set
 from causal_middleware.context.workspace import Workspace
+from causal_middleware.evaluation.stats import bootstrap_ci, percentile_interval, resample_indices
 
 B = 1000
 PROPORTIONS = (

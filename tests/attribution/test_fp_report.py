@@ -8,7 +8,7 @@ import pytest
 
 from causal_middleware.attribution.base import Diagnosis, DiagnosisCost
 from causal_middleware.bench.fp_report import FPUnit, build_results, render_markdown, write_report
-from causal_middleware.bench.stats import bootstrap_ci, mcnemar_exact, paired_comparison
+from causal_middleware.evaluation.stats import bootstrap_ci, mcnemar_exact, paired_comparison
 from causal_middleware.faults.model import FaultLabel
 
 

@@ -1,10 +1,10 @@
-"""Bootstrap intervals (causal_middleware.bench.stats)."""
+"""Bootstrap intervals (causal_middleware.evaluation.stats)."""
 
 from __future__ import annotations
 
 import pytest
 
-from causal_middleware.bench.stats import bootstrap_ci, proportion_ci
+from causal_middleware.evaluation.stats import bootstrap_ci, proportion_ci
 
 
 def test_bootstrap_ci_is_seeded_and_brackets_the_mean() -> None:
