@@ -120,21 +120,7 @@ def crs_diagnosis(method: str, trajectory: Trajectory, result: Any, *, mode: str
         "stopped_early": result.stopped_early,
         "capped": result.capped,
         "baseline_success": result.baseline_success,
-        "probes": [
-            {
-                "node": p.proposal.node,
-                "step_id": p.proposal.step_id,
-                "hop": p.proposal.hop,
-                "change": p.proposal.description,
-                "target": p.proposal.target,
-                "evidence": p.proposal.evidence,
-                "restored": p.success,
-                "answer": p.answer,
-                "fork_run_id": p.fork_run_id,
-                "error": p.error,
-            }
-            for p in result.probes
-        ],
+        "probes": [probe_record(p) for p in result.probes],
     }
     if notes:
         details["not_probed"] = notes
@@ -227,21 +213,7 @@ def confirm_answer_step(
             break
     diagnosis.cost.reexecutions += cost.reexecutions
     diagnosis.cost.llm_calls += cost.llm_calls + batch.cost.llm_calls
-    diagnosis.details.setdefault("probes", []).extend(
-        {
-            "node": p.proposal.node,
-            "step_id": p.proposal.step_id,
-            "hop": p.proposal.hop,
-            "change": p.proposal.description,
-            "target": p.proposal.target,
-            "evidence": p.proposal.evidence,
-            "restored": p.success,
-            "answer": p.answer,
-            "fork_run_id": p.fork_run_id,
-            "error": p.error,
-        }
-        for p in probes
-    )
+    diagnosis.details.setdefault("probes", []).extend(probe_record(p) for p in probes)
     if restored is None:
         diagnosis.uncertain = True
         diagnosis.root_cause += (
@@ -266,3 +238,20 @@ def confirm_answer_step(
         f"the right value in its own evidence: {change}"
     )
     return diagnosis
+
+
+def probe_record(probe: Any) -> dict[str, Any]:
+    """One probe as ``details.probes`` lists it: the step, the change, its evidence, the outcome."""
+    p = probe.proposal
+    return {
+        "node": p.node,
+        "step_id": p.step_id,
+        "hop": p.hop,
+        "change": p.description,
+        "target": p.target,
+        "evidence": p.evidence,
+        "restored": probe.success,
+        "answer": probe.answer,
+        "fork_run_id": probe.fork_run_id,
+        "error": probe.error,
+    }

@@ -99,6 +99,18 @@ def state_update(output: Any) -> Any:
     return output
 
 
+def descends_from(by_id: Mapping[str, Any], step: Any, ancestor_id: str) -> bool:
+    """Whether ``step``'s span descends from the span ``ancestor_id`` (``by_id``: step id -> step)."""
+    cursor = by_id.get(step.parent_step_id or "")
+    for _ in range(64):  # a corrupt parent chain cannot loop forever
+        if cursor is None:
+            return False
+        if cursor.step_id == ancestor_id:
+            return True
+        cursor = by_id.get(cursor.parent_step_id or "")
+    return False
+
+
 def owning_nodes(trajectory: Trajectory) -> dict[str, NodeStep]:
     """Step id -> the node step it ran in (the nearest node-step ancestor; node steps map to
     themselves). Steps whose parent chain reaches no node fall back to (node, langgraph_step)."""
@@ -130,16 +142,7 @@ def step_contents(trajectory: Trajectory, step: NodeStep, *, state_key: str | No
     def owned(s: Any) -> bool:
         """``s`` ran in ``step``: its own retrieval, or one inside it (a subgraph's nodes)."""
         owner = owners.get(s.step_id)
-        if owner is not None and owner.step_id == step.step_id:
-            return True
-        cursor = by_id.get(s.parent_step_id or "")
-        for _ in range(64):
-            if cursor is None:
-                return False
-            if cursor.step_id == step.step_id:
-                return True
-            cursor = by_id.get(cursor.parent_step_id or "")
-        return False
+        return (owner is not None and owner.step_id == step.step_id) or descends_from(by_id, s, step.step_id)
 
     retrievals = [s for s in trajectory.steps if isinstance(s, RetrievalStep) and owned(s)]
     tools = [s for s in trajectory.steps if isinstance(s, ToolStep) and owned(s)]

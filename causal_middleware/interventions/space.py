@@ -35,11 +35,18 @@ from causal_middleware.interventions.edit import StepEdit, render_path, value_at
 from causal_middleware.interventions.locate import (
     DocumentSlot,
     StepContents,
+    descends_from,
     step_contents,
     text_leaves,
 )
-from causal_middleware.interventions.values import alias_map, entities, fact_candidates, similarity
-from causal_middleware.retrieval.base import Index
+from causal_middleware.interventions.values import (
+    alias_map,
+    entities,
+    fact_candidates,
+    interleave,
+    similarity,
+)
+from causal_middleware.retrieval.base import Index, hit_document
 from causal_middleware.spans.model import Document, NodeStep, RetrievalStep, ToolStep, Trajectory
 
 ToolRunner = Callable[[str, dict[str, Any]], str | None]
@@ -78,7 +85,7 @@ def step_interventions(
         streams.append(_text_candidates(trajectory, contents))
     out: list[Candidate] = []
     seen: set[str] = set()
-    for candidate in _interleave(streams):
+    for candidate in interleave(streams):
         key = candidate.edit.model_dump_json()
         if key in seen:
             continue
@@ -101,7 +108,7 @@ def _document_candidates(
     hits: list[Document] = []
     if index is not None and query:
         try:
-            hits = [_hit_document(h) for h in index.search(query, max(2 * len(docs), len(docs) + 3))]
+            hits = [hit_document(h) for h in index.search(query, max(2 * len(docs), len(docs) + 3))]
         except Exception:  # a user retriever that fails costs the re-retrieval candidates only
             hits = []
     fresh = [d for d in hits if d.id not in recorded_ids]
@@ -212,14 +219,6 @@ def _why(doc: Document, query: str, returned: set[str], searched: bool) -> str:
     return ""
 
 
-def _hit_document(hit: Any) -> Document:
-    passage = hit.passage
-    metadata: dict[str, Any] = {"title": passage.title} if passage.title else {}
-    if passage.date is not None:
-        metadata["date"] = passage.date.isoformat()
-    return Document(id=passage.id, text=passage.text, score=hit.score, metadata=metadata)
-
-
 # --- tools -------------------------------------------------------------------------------------
 
 
@@ -273,7 +272,7 @@ def _text_candidates(trajectory: Trajectory, contents: StepContents) -> Iterator
     per_value: list[Iterator[Candidate]] = []
     for value, paths in groups.items():
         per_value.append(_value_candidates(paths, value, evidence, query, question_names, pool, aliases))
-    yield from _interleave(per_value)
+    yield from interleave(per_value)
 
 
 def _value_candidates(
@@ -289,7 +288,7 @@ def _value_candidates(
     near-namesakes), so a small ``k`` tries both kinds."""
     key = render_path(paths[0]) + (f" (and {len(paths) - 1} more)" if len(paths) > 1 else "")
     names = [_bare(n) for n in entities(value)]
-    yield from _interleave(
+    yield from interleave(
         [
             _whole_values(paths, key, value, names, evidence, query),
             _name_swaps(paths, key, value, names, question_names, pool, aliases),
@@ -420,12 +419,13 @@ def _evidence_before(trajectory: Trajectory, step: NodeStep) -> list[Document]:
     """The documents and tool outputs the run had seen when ``step`` ran: its own hop's first."""
     seen: list[Document] = []
     same_hop: list[Document] = []
+    by_id = {s.step_id: s for s in trajectory.steps}
     started = False
     for s in trajectory.steps:
         if s.step_id == step.step_id:
             started = True
             continue
-        if started and not _inside(s, step, trajectory):
+        if started and not descends_from(by_id, s, step.step_id):
             continue  # after the step: only what ran inside it (a subgraph's retrievals) counts
         docs: list[Document] = []
         if isinstance(s, RetrievalStep):
@@ -440,26 +440,3 @@ def _evidence_before(trajectory: Trajectory, step: NodeStep) -> list[Document]:
             ids.add(d.id)
             out.append(d)
     return out
-
-
-def _inside(child: Any, step: NodeStep, trajectory: Trajectory) -> bool:
-    """Whether ``child`` ran inside ``step`` (its span descends from the step's span)."""
-    by_id = {s.step_id: s for s in trajectory.steps}
-    cursor = by_id.get(child.parent_step_id or "")
-    for _ in range(64):
-        if cursor is None:
-            return False
-        if cursor.step_id == step.step_id:
-            return True
-        cursor = by_id.get(cursor.parent_step_id or "")
-    return False
-
-
-def _interleave(streams: list[Iterator[Any]]) -> Iterator[Any]:
-    active = list(streams)
-    while active:
-        for stream in list(active):
-            try:
-                yield next(stream)
-            except StopIteration:
-                active.remove(stream)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterator
+from typing import Any
 
 from causal_middleware.spans.model import Document
 
@@ -121,3 +123,14 @@ def alias_map(texts: list[str]) -> dict[str, list[str]]:
                     if y not in aliases.setdefault(x, []):
                         aliases[x].append(y)
     return aliases
+
+
+def interleave(streams: list[Iterator[Any]]) -> Iterator[Any]:
+    """Round-robin over candidate streams until all are exhausted (each kind gets a turn early)."""
+    active = list(streams)
+    while active:
+        for stream in list(active):
+            try:
+                yield next(stream)
+            except StopIteration:
+                active.remove(stream)

@@ -34,6 +34,7 @@ from causal_middleware.interventions.values import (  # noqa: F401 - re-exported
     alias_map,
     entities,
     fact_candidates,
+    interleave,
 )
 from causal_middleware.interventions.values import similarity as _similarity
 from causal_middleware.prompts import Fence
@@ -49,7 +50,7 @@ from causal_middleware.repair.llm import (
 from causal_middleware.repair.models import Proposal, ProposalBatch, RepairCost
 from causal_middleware.repair.render import canonical_json, render_output, shorten, to_jsonable
 from causal_middleware.replay.adapter import AgentAdapter
-from causal_middleware.retrieval.base import Index
+from causal_middleware.retrieval.base import Index, hit_document
 from causal_middleware.spans.model import Document, Intervention, NodeStep, Trajectory
 
 
@@ -137,7 +138,7 @@ class OfflineProposer:
         original = canonical_json(step.output) if isinstance(step.output, dict) else None
         seen: set[str] = set()
         proposals: list[Proposal] = []
-        for intervention, source, description in _interleave(streams):
+        for intervention, source, description in interleave(streams):
             key = canonical_json(intervention.values)
             if key in seen or key == original:
                 continue
@@ -223,7 +224,7 @@ class OfflineProposer:
                 yield restored, f"passage {doc.id!r} restored to the index's text"
         present = {d.id for d in docs}
         query = hop.sub_query or input_text(trajectory.input or "")
-        hits = [_hit_document(h) for h in self.index.search(query, self.top_k * 2)] if self.index else []
+        hits = [hit_document(h) for h in self.index.search(query, self.top_k * 2)] if self.index else []
         new = [d for d in hits if d.id not in present]
         suspects = self._suspects(docs, hits, looked_up) if new else []
         if suspects and len(suspects) == len(docs):
@@ -282,7 +283,7 @@ class OfflineProposer:
         query = f"{doc.metadata.get('title', '')} {doc.text}".strip()
         for hit in self.index.search(query, self.top_k):
             if hit.passage.id == doc.id:
-                return _hit_document(hit, score=doc.score)
+                return hit_document(hit, score=doc.score)
         return None
 
     def _facts(self, trajectory: Trajectory, step: NodeStep) -> Iterator[tuple[str, str]]:
@@ -429,26 +430,6 @@ def enrich(doc: Document, recorded: dict[str, dict[str, Any]]) -> Document:
         and isinstance(v, str | int | float | bool)
     }
     return doc.model_copy(update={"metadata": {**doc.metadata, **extra}}) if extra else doc
-
-
-def _hit_document(hit: Any, score: float | None = None) -> Document:
-    passage = hit.passage
-    metadata: dict[str, Any] = {"title": passage.title} if passage.title else {}
-    if passage.date is not None:
-        metadata["date"] = passage.date.isoformat()
-    return Document(
-        id=passage.id, text=passage.text, score=hit.score if score is None else score, metadata=metadata
-    )
-
-
-def _interleave(streams: list[Iterator[Any]]) -> Iterator[Any]:
-    active = list(streams)
-    while active:
-        for stream in list(active):
-            try:
-                yield next(stream)
-            except StopIteration:
-                active.remove(stream)
 
 
 # --- LLM ----------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
+from causal_middleware.spans.model import Document
 from causal_middleware.world.model import Passage
 
 
@@ -19,6 +20,18 @@ class Hit(BaseModel):
 
     passage: Passage
     score: float
+
+
+def hit_document(hit: Hit, score: float | None = None) -> Document:
+    """A search hit as a trajectory :class:`Document` (title and date kept in its metadata);
+    ``score`` overrides the hit's own."""
+    passage = hit.passage
+    metadata: dict[str, object] = {"title": passage.title} if passage.title else {}
+    if passage.date is not None:
+        metadata["date"] = passage.date.isoformat()
+    return Document(
+        id=passage.id, text=passage.text, score=hit.score if score is None else score, metadata=metadata
+    )
 
 
 class Index(ABC):
