@@ -11,10 +11,12 @@ export TRANSFORMERS_OFFLINE := 1
 
 .PHONY: demo test lint typecheck unit bench install phoenix clean
 
-$(STAMP): pyproject.toml setup.py
+# The library with its dev and dense extras, and the benchmark package beside it (benchmarks/:
+# world, offline model, reference agent, suites; it adds demo / inject / bench to causal-mw).
+$(STAMP): pyproject.toml setup.py benchmarks/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev,dense]'
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev,dense]' -e ./benchmarks
 	touch $@
 
 # Arize Phoenix (a real OTLP receiver) lives in its own venv so the library's deps stay clean.
@@ -42,13 +44,17 @@ unit: $(STAMP) $(PHOENIX_STAMP)
 
 test: lint typecheck unit
 
+# Every benchmark, JSON results in bench-results/ (about 20 minutes on 2 cores).
 bench: $(STAMP) $(PHOENIX_STAMP)
 	mkdir -p bench-results
 	$(VENV)/bin/causal-mw bench all --out bench-results
-	$(PY) -m benchmarks.agents --out bench-results
-	$(PY) -m benchmarks.agents.reference --out bench-results
-	$(PY) -m benchmarks.reliability --out bench-results
-	$(PY) -m benchmarks.perf --out bench-results
+	$(VENV)/bin/causal-mw bench agents --out bench-results
+	$(VENV)/bin/causal-mw bench reference --out bench-results
+	$(VENV)/bin/causal-mw bench reliability --out bench-results
+	$(VENV)/bin/causal-mw bench perf --out bench-results
+	$(VENV)/bin/causal-mw bench scale --out bench-results
+	$(VENV)/bin/causal-mw bench whowhen ../shared/data/who_and_when --out bench-results
+	$(VENV)/bin/causal-mw bench trail ../shared/data/trail --out bench-results
 
 clean:
 	rm -rf $(VENV) $(PHOENIX_VENV) bench-results .pytest_cache .mypy_cache .ruff_cache

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import tempfile
 
-from causal_middleware.integrations.langgraph.reference_agent.adapter import reference_sweep_environment
-
-from causal_middleware.bench.fp import fp_summary_markdown, run_fp_bench, write_fp_report
-from causal_middleware.world.generator import generate_world
+from benchmarks.reference_agent.adapter import reference_sweep_environment
+from benchmarks.suites.fp import fp_summary_markdown, run_fp_bench, write_fp_report
+from benchmarks.world.generator import generate_world
 
 
 def main() -> None:

@@ -14,7 +14,9 @@ from __future__ import annotations
 import tempfile
 
 from causal_middleware.integrations.langgraph.instrument import instrument
-from causal_middleware.integrations.langgraph.reference_agent import (
+from causal_middleware.integrations.langgraph.replayer import Replayer
+
+from benchmarks.reference_agent import (
     REFERENCE_ANSWER_NODES,
     REFERENCE_HOP_NODES,
     ReferenceAgentAdapter,
@@ -22,17 +24,15 @@ from causal_middleware.integrations.langgraph.reference_agent import (
     make_index,
     run_question,
 )
-from causal_middleware.integrations.langgraph.replayer import Replayer
-
+from benchmarks.suites.fp_report import FPUnit, build_results, write_report
+from benchmarks.world.generator import generate_world
 from causal_middleware.attribution import DiagnosisContext, get_diagnoser
 from causal_middleware.attribution.hops import hop_views
-from causal_middleware.bench.fp_report import FPUnit, build_results, write_report
 from causal_middleware.faults.model import CorruptionRecord, FaultLabel
 from causal_middleware.retrieval.langchain import IndexRetriever
 from causal_middleware.spans.model import Document
 from causal_middleware.store.memory import InMemorySpanStore
-from causal_middleware.world.generator import generate_world
-from causal_middleware.world.scoring import is_correct
+from causal_middleware.tasks.scoring import is_correct
 
 DIAGNOSERS = ["rule", "coverage", "holistic", "iterative", "frozen_hop", "suffix_regen", "crs", "path_aware"]
 FAKE_NAME = "Zarnok Velluth"

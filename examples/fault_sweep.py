@@ -9,13 +9,13 @@ certified labels and the recovery table. Everything is kept in an in-memory span
 
 from __future__ import annotations
 
-from causal_middleware.integrations.langgraph.reference_agent.adapter import reference_sweep_environment
 from rich.console import Console
 
+from benchmarks.reference_agent.adapter import reference_sweep_environment
+from benchmarks.world.generator import generate_world
 from causal_middleware.faults.report import build_report, print_report
 from causal_middleware.faults.sweep import iter_units, run_sweep
 from causal_middleware.store.memory import InMemorySpanStore
-from causal_middleware.world.generator import generate_world
 
 
 def main() -> None:

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from causal_middleware.integrations.langgraph.reference_agent import (
+from benchmarks.reference_agent import (
     build_world_agent,
     evidence_update,
     run_question,
 )
-
-from causal_middleware.world.generator import generate_world
-from causal_middleware.world.scoring import is_correct
+from benchmarks.world.generator import generate_world
+from causal_middleware.tasks.scoring import is_correct
 
 
 def print_hops(hops: list[dict]) -> None:

@@ -15,21 +15,19 @@ import json
 import tempfile
 from pathlib import Path
 
-from causal_middleware.integrations.langgraph.reference_agent.adapter import reference_sweep_environment
-
-from causal_middleware.faults.corpus import FaultCorpus
+from benchmarks.reference_agent.adapter import reference_sweep_environment
+from benchmarks.world.generator import generate_world
 from causal_middleware.faults.families import FaultContext, plan_fault
 from causal_middleware.repair import OfflineProposer, ReferenceVerifier, export_pairs, repair_run
 from causal_middleware.store.memory import InMemorySpanStore
-from causal_middleware.world.generator import generate_world
-from causal_middleware.world.scoring import is_correct
+from causal_middleware.tasks.scoring import is_correct
 
 
 def main() -> None:
     world = generate_world(12, seed=0)
     # the instrumented reference agent (offline model, BM25), its Replayer and AgentAdapter
     env = reference_sweep_environment(world, store=InMemorySpanStore(), seed=0)
-    corpus = FaultCorpus.from_dataset(world)
+    corpus = env.fault_corpus()
     try:
         for question in world.questions:
             base = env.store.get_trajectory(env.run_base(question))

@@ -6,19 +6,19 @@ and span store. ``python examples/replay_fork.py``
 
 from __future__ import annotations
 
-from causal_middleware.integrations.langgraph.reference_agent import (
+from langgraph.checkpoint.memory import InMemorySaver
+
+from benchmarks.reference_agent import (
     REFERENCE_ANSWER_NODES,
     REFERENCE_HOP_NODES,
     build_world_agent,
     run_question,
 )
-from langgraph.checkpoint.memory import InMemorySaver
-
+from benchmarks.world.generator import generate_world
 from causal_middleware import Replayer, instrument
 from causal_middleware.spans.model import Trajectory
 from causal_middleware.store.memory import InMemorySpanStore
 from causal_middleware.store.stitch import executed_node_steps
-from causal_middleware.world.generator import generate_world
 
 
 def hop_table(trajectory: Trajectory) -> str:

@@ -12,9 +12,9 @@ import argparse
 import re
 from collections import defaultdict
 
+from benchmarks.world.loaders import load_musique
 from causal_middleware.retrieval import BM25Index, IndexRetriever
-from causal_middleware.world.loaders import load_musique
-from causal_middleware.world.scoring import exact_match, f1, is_correct
+from causal_middleware.tasks.scoring import exact_match, f1, is_correct
 
 
 def main() -> None:

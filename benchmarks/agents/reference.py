@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from causal_middleware.integrations.langgraph.reference_agent.adapter import reference_sweep_environment
-
+from benchmarks.reference_agent.adapter import reference_sweep_environment
+from benchmarks.world.generator import generate_world
 from causal_middleware.attribution.base import DiagnosisContext
 from causal_middleware.attribution.registry import get_diagnoser
 from causal_middleware.repair.proposers import OfflineProposer
@@ -31,8 +31,7 @@ from causal_middleware.repair.service import repair_run
 from causal_middleware.repair.trace_proposer import TraceProposer
 from causal_middleware.repair.verifiers import ReferenceVerifier
 from causal_middleware.store.memory import InMemorySpanStore
-from causal_middleware.world.generator import generate_world
-from causal_middleware.world.scoring import is_correct
+from causal_middleware.tasks.scoring import is_correct
 
 METHODS = ("crs", "suffix_regen", "path_aware")
 

@@ -20,7 +20,7 @@ from causal_middleware.repair.service import repair_run
 from causal_middleware.repair.verifiers import ReferenceVerifier
 from causal_middleware.spans.model import NodeStep, Trajectory
 from causal_middleware.store.memory import InMemorySpanStore
-from causal_middleware.world.scoring import answer_matches
+from causal_middleware.tasks.scoring import answer_matches
 
 from .world import Task
 

@@ -24,10 +24,22 @@ first LLM step of the first hop: what a method that blames hop 1 names), ``rando
 the LLM steps; TRAIL's errors are almost all LLM spans), ``random_step`` (uniform over all steps)
 and, for ``hop`` only, ``random_group`` (uniform over the groups). For the random ones the exact
 expected rate is given beside the interval of one seeded draw. Each method's location hits are
-also compared, paired, with ``first_hop_llm`` (exact McNemar test). TRAIL categories are not scored:
-none of these methods predicts one.
+also compared, paired, with ``first_hop_llm`` (exact McNemar test).
 
-    python -m benchmarks.foreign.trail ../shared/data/trail --json trail.json
+Categories: a method predicts one when its diagnosis says ``details["error_category"]`` (TRAIL's
+taxonomy names; ``information_flow`` does for two of its rules). ``category``: the predicted
+category is one of the trace's annotated categories; ``joint``: the named span is an annotated
+error span and the category is one annotated at that span (a method without a category scores 0
+on both). Baseline ``majority_category`` names ``first_hop_llm``'s span with the most frequent
+category of the annotations themselves (``uses_gold``). Methods that need a live agent or a chat
+model are listed with ``run: false`` and the reason.
+
+    python -m benchmarks.foreign.trail ../shared/data/trail --out bench-results/trail
+
+JSON keys (``trail.json`` under ``--out``): ``data`` (facts about the set), ``rows`` (name ->
+``kind``, ``location``/``hop``/``category``/``joint`` each ``{rate, ci95, hits, n}``; methods add
+``ran``, ``uses_gold``, ``answered_with``, ``location_vs_first_hop_llm``), ``not_run``,
+``expected_random``, ``target`` (location above the random-LLM-span rate), ``published``.
 """
 
 from __future__ import annotations
@@ -42,15 +54,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.foreign.methods import not_run, runnable
 from causal_middleware.attribution.base import Diagnosis, DiagnosisContext
 from causal_middleware.attribution.registry import get_diagnoser
 from causal_middleware.evaluation.stats import paired_comparison, proportion_ci
 from causal_middleware.spans.builder import build_trajectory
 from causal_middleware.spans.model import Trajectory
-from causal_middleware.store.trail import LABEL_ERROR_LOCATIONS, annotation_path, read_trail_trace
+from causal_middleware.store.trail import (
+    LABEL_ERROR_LOCATIONS,
+    LABEL_ERRORS,
+    annotation_path,
+    read_trail_trace,
+)
 
-PASSIVE_METHODS = ("rule", "coverage", "holistic", "iterative")
-BASELINES = ("first_llm", "last_llm", "first_hop_llm", "random_llm", "random_step")
+PASSIVE_METHODS = ("information_flow", "rule", "coverage", "holistic", "iterative")
+BASELINES = ("first_llm", "last_llm", "first_hop_llm", "random_llm", "random_step", "majority_category")
 OUTSIDE = "outside"  # the group of the steps outside every hop
 
 #: published TRAIL (GAIA) figures, for reference only: the best model's joint accuracy
@@ -68,6 +86,7 @@ class Case:
     steps: list[str]
     llm_steps: list[str]
     group: dict[str, int | str]
+    categories: dict[str, set[str]]  # error span -> its annotated (normalised) categories
 
     @property
     def gold_groups(self) -> set[int | str]:
@@ -78,6 +97,7 @@ class Case:
 class Prediction:
     span: str | None
     group: int | str | None
+    category: str | None = None
 
 
 def trace_files(data: str | Path) -> list[Path]:
@@ -117,6 +137,9 @@ def load_cases(data: str | Path, limit: int | None = None) -> tuple[list[Case], 
             gold_kinds[kinds.get(span, "not a step")] += 1
             facts["gold_outside_hops"] += group.get(span) == OUTSIDE
         facts["n_hops"] += len(t.hops)
+        categories: dict[str, set[str]] = {}
+        for error in t.labels.get(LABEL_ERRORS) or []:
+            categories.setdefault(str(error["location"]), set()).add(str(error["category_normalised"]))
         cases.append(
             Case(
                 file=file.name,
@@ -125,6 +148,7 @@ def load_cases(data: str | Path, limit: int | None = None) -> tuple[list[Case], 
                 steps=[s.step_id for s in t.steps],
                 llm_steps=[s.step_id for s in t.steps if s.kind == "llm"],
                 group=group,
+                categories=categories,
             )
         )
     n_gold = sum(len(c.gold) for c in cases)
@@ -150,7 +174,14 @@ def _at(case: Case, span: str) -> Prediction:
 
 
 def predict(case: Case, diagnosis: Diagnosis) -> Prediction:
-    """The span and group a diagnosis names (see the module docstring)."""
+    """The span, group and category a diagnosis names (see the module docstring)."""
+    found = _predict_span(case, diagnosis)
+    category = diagnosis.details.get("error_category") if diagnosis.ran else None
+    found.category = category if isinstance(category, str) else None
+    return found
+
+
+def _predict_span(case: Case, diagnosis: Diagnosis) -> Prediction:
     if not diagnosis.ran or not case.steps:
         return Prediction(None, None)
     if diagnosis.step_id is not None and diagnosis.step_id in case.group:
@@ -164,7 +195,7 @@ def predict(case: Case, diagnosis: Diagnosis) -> Prediction:
     return _at(case, (case.llm_steps or case.steps)[-1])
 
 
-def _baseline(name: str, case: Case, rng: random.Random) -> Prediction:
+def _baseline(name: str, case: Case, rng: random.Random, majority: str | None = None) -> Prediction:
     pool = case.llm_steps or case.steps
     if name == "first_llm":
         return _at(case, pool[0])
@@ -177,6 +208,10 @@ def _baseline(name: str, case: Case, rng: random.Random) -> Prediction:
         return _at(case, rng.choice(pool))
     if name == "random_step":
         return _at(case, rng.choice(case.steps))
+    if name == "majority_category":
+        found = _baseline("first_hop_llm", case, rng)
+        found.category = majority
+        return found
     raise KeyError(f"unknown baseline {name!r}; known: {', '.join(BASELINES)}")
 
 
@@ -200,7 +235,12 @@ def score(cases: Sequence[Case], predictions: Sequence[Prediction]) -> dict[str,
     pairs = list(zip(cases, predictions, strict=True))
     location = location_hits(cases, predictions)
     hop = [p.group is not None and p.group in c.gold_groups for c, p in pairs]
-    return {"location": _rate(location), "hop": _rate(hop)}
+    category = [p.category is not None and any(p.category in v for v in c.categories.values()) for c, p in pairs]
+    joint = [
+        p.span is not None and p.category is not None and p.category in c.categories.get(p.span, set())
+        for c, p in pairs
+    ]
+    return {"location": _rate(location), "hop": _rate(hop), "category": _rate(category), "joint": _rate(joint)}
 
 
 def expected_random(cases: Sequence[Case]) -> dict[str, float]:
@@ -258,7 +298,7 @@ def run_method(
 
 
 def benchmark(
-    data: str | Path, methods: Sequence[str] = PASSIVE_METHODS, seed: int = 0, limit: int | None = None
+    data: str | Path, methods: Sequence[str] | None = None, seed: int = 0, limit: int | None = None
 ) -> dict[str, Any]:
     """The table: every method and baseline, scored on the annotated traces under ``data``."""
     cases, summary = load_cases(data, limit)
@@ -267,10 +307,14 @@ def benchmark(
     rng = random.Random(seed)
     rows: dict[str, Any] = {}
     hits: dict[str, list[bool]] = {}
+    counts = Counter(cat for c in cases for cats in c.categories.values() for cat in cats)
+    majority = counts.most_common(1)[0][0] if counts else None
     for baseline in BASELINES:
-        predictions = [_baseline(baseline, c, rng) for c in cases]
+        predictions = [_baseline(baseline, c, rng, majority) for c in cases]
         hits[baseline] = location_hits(cases, predictions)
-        rows[baseline] = {"kind": "baseline", **score(cases, predictions)}
+        rows[baseline] = {"kind": "baseline", "uses_gold": baseline == "majority_category"}
+        rows[baseline].update(score(cases, predictions))
+    methods = list(methods) if methods is not None else runnable()
     for method in methods:
         predictions, facts = run_method(method, cases)
         hits[method] = location_hits(cases, predictions)
@@ -282,11 +326,22 @@ def benchmark(
         "benchmark": "trail",
         "data": summary,
         "rows": rows,
+        "not_run": not_run(exclude=set(methods)),
         "expected_random": expected_random(cases),
-        "category": "not scored: none of these methods predicts a TRAIL error category",
+        "target": _target(rows, expected_random(cases)),
+        "majority_category": majority,
         "published": PUBLISHED,
         "seed": seed,
     }
+
+
+def _target(rows: dict[str, Any], expected: dict[str, float]) -> dict[str, Any]:
+    """Issue 15's bar: the best method's location rate above the random-LLM-span rate."""
+    bar = expected["random_llm_location"]
+    methods = {k: v for k, v in rows.items() if v["kind"] == "method" and v["ran"]}
+    best = max(methods, key=lambda k: methods[k]["location"]["rate"]) if methods else None
+    rate = methods[best]["location"]["rate"] if best else None
+    return {"bar_location": bar, "best": best, "best_location": rate, "met": rate is not None and rate > bar}
 
 
 def _table(result: dict[str, Any]) -> str:
@@ -295,21 +350,30 @@ def _table(result: dict[str, Any]) -> str:
         f"TRAIL (n={d['scored']} annotated traces with errors of {d['traces']}; {d['gold_spans']} error "
         f"spans, {d['gold_outside_hops']} outside every hop; mean {d['mean_llm_steps']} LLM steps, "
         f"{d['mean_hops']} hops)",
-        f"{'method':<14}{'location':>10}{'95% CI':>18}{'hop':>10}{'95% CI':>18}  ran",
+        f"{'method':<18}{'location':>10}{'95% CI':>18}{'hop':>8}{'category':>10}{'joint':>8}{'95% CI':>18}"
+        "  ran   gold",
     ]
     for name, row in result["rows"].items():
         loc, hop = row["location"], row["hop"]
         ci_l = f"[{loc['ci95'][0]:.3f}, {loc['ci95'][1]:.3f}]"
-        ci_h = f"[{hop['ci95'][0]:.3f}, {hop['ci95'][1]:.3f}]"
+        joint = row["joint"]
+        ci_j = f"[{joint['ci95'][0]:.3f}, {joint['ci95'][1]:.3f}]"
         ran = f"{row['ran']}/{row['n']}" if row["kind"] == "method" else "-"
-        lines.append(f"{name:<14}{loc['rate']:>10.3f}{ci_l:>18}{hop['rate']:>10.3f}{ci_h:>18}  {ran}")
+        gold = "yes" if row.get("uses_gold") else "-"
+        lines.append(
+            f"{name:<18}{loc['rate']:>10.3f}{ci_l:>18}{hop['rate']:>8.3f}{row['category']['rate']:>10.3f}"
+            f"{joint['rate']:>8.3f}{ci_j:>18}  {ran:<6}{gold}"
+        )
+    for name, row in result["not_run"].items():
+        lines.append(f"{name:<18}run: false ({row['reason']})")
+    t = result["target"]
+    lines.append(f"target (location > {t['bar_location']:.3f}): {'met' if t['met'] else 'not met'} by {t['best']}")
     e = result["expected_random"]
     lines.append(
         f"random (expected): LLM span location {e['random_llm_location']:.3f}, hop "
         f"{e['random_llm_hop']:.3f}; any step location {e['random_step_location']:.3f}, hop "
         f"{e['random_step_hop']:.3f}; uniform group hop {e['random_group_hop']:.3f}"
     )
-    lines.append(f"category: {result['category']}")
     lines.append("published (for reference): best joint accuracy 0.11 (Gemini-2.5-pro)")
     return "\n".join(lines)
 
@@ -322,17 +386,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         "data", help="the trail folder (traces/ and annotations/), or a traces/<subset> folder"
     )
     parser.add_argument(
-        "--methods", default=",".join(PASSIVE_METHODS), help="comma-separated passive diagnosers"
+        "--methods", default=None, help="comma-separated passive diagnosers (default: every one that runs offline)"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random baselines' draws")
     parser.add_argument("--limit", type=int, default=None, help="score only the first N trace files")
     parser.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")
+    parser.add_argument("--out", metavar="DIR", help="write trail.json and trail.txt into DIR")
     args = parser.parse_args(argv)
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    result = benchmark(args.data, methods, seed=args.seed, limit=args.limit)
-    print(_table(result))
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else None
+    try:
+        result = benchmark(args.data, methods, seed=args.seed, limit=args.limit)
+    except (KeyError, ValueError, OSError) as exc:
+        parser.exit(2, f"error: {exc}\n")
+    text = _table(result)
+    print(text)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "trail.json").write_text(json.dumps(result, indent=2) + "\n")
+        (out / "trail.txt").write_text(text + "\n")
     return 0
 
 

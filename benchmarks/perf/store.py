@@ -55,9 +55,8 @@ QUERIES: dict[str, dict[str, Any]] = {
 
 def template_run() -> list[SpanRecord]:
     """The spans of one real run: the reference agent on a small generated world (offline model)."""
-    from causal_middleware.integrations.langgraph.reference_agent.adapter import reference_sweep_environment
-
-    from causal_middleware.world.generator import generate_world
+    from benchmarks.reference_agent.adapter import reference_sweep_environment
+    from benchmarks.world.generator import generate_world
 
     world = generate_world(4, seed=0)
     store = InMemorySpanStore()

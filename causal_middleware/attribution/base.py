@@ -25,13 +25,14 @@ from typing import Any, ClassVar, Literal
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field
 
+from causal_middleware.attribution.targets import fill_targets
 from causal_middleware.faults.model import Stage
 from causal_middleware.replay.adapter import AgentAdapter
 from causal_middleware.replay.protocol import ForkBackend
 from causal_middleware.retrieval.base import Index
 from causal_middleware.spans.model import Trajectory
-from causal_middleware.world.model import Question
-from causal_middleware.world.scoring import is_correct
+from causal_middleware.tasks.model import Question
+from causal_middleware.tasks.scoring import is_correct
 
 ProbeMode = Literal["regenerate", "frozen"]
 
@@ -86,7 +87,9 @@ class Diagnosis(BaseModel):
     """Which hop (and stage) a diagnoser blames for a failed run, and what it spent finding out.
 
     ``hop`` is the 1-based hop of the root cause; None when the blame is outside every hop (stage
-    ``answer``: the final answer generation) or when the diagnoser did not run. ``step_scores``
+    ``answer``: the final answer generation) or when the diagnoser did not run. Hops are a
+    grouping: the target is a step, ``step_id`` (a span id), with its ``agent`` on multi-agent
+    traces (:mod:`~causal_middleware.attribution.targets`). ``step_scores``
     maps ``"hop:N"`` (hop-level methods) or step ids (step-level methods) to a blame score in
     [0, 1]. ``severity`` is the share of the run's hops the root cause reached (see
     :func:`~causal_middleware.attribution.provenance.reach`).
@@ -100,7 +103,18 @@ class Diagnosis(BaseModel):
     reason: str | None = Field(default=None, description="why the diagnoser did not run")
     stage: Stage | None = None
     hop: int | None = Field(default=None, ge=1)
-    step_id: str | None = Field(default=None, description="the step blamed, when the method names one")
+    step_id: str | None = Field(
+        default=None,
+        description="the span id of the step blamed; filled for every diagnosis that ran (see step_from)",
+    )
+    step_from: Literal["method", "hop", "answer"] | None = Field(
+        default=None,
+        description="where step_id came from: the method named it, or it stands for the blamed hop "
+        "(its first LLM step) or for the answer stage (the step that wrote the answer)",
+    )
+    agent: str | None = Field(
+        default=None, description="the agent of the blamed step, on multi-agent traces (agent.name)"
+    )
     node: str | None = None
     propagation: bool = Field(default=False, description="the root cause propagated through later hops")
     severity: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -264,7 +278,9 @@ class Diagnoser(ABC):
             return Diagnosis.not_run(
                 self.name, f"{self.name} needs {missing}", run_id=trajectory.run_id, uses_gold=self.uses_gold
             )
-        diagnosis = self._diagnose(blind(trajectory), ctx)
+        blinded = blind(trajectory)
+        diagnosis = self._diagnose(blinded, ctx)
+        fill_targets(blinded, diagnosis)
         diagnosis.method = self.name
         diagnosis.run_id = trajectory.run_id
         diagnosis.uses_gold = diagnosis.uses_gold or self.uses_gold

@@ -17,7 +17,7 @@ from causal_middleware.attribution.hops import hop_views, question_text
 from causal_middleware.attribution.provenance import impact
 from causal_middleware.attribution.text import coverage, terms
 from causal_middleware.spans.model import Trajectory
-from causal_middleware.world.scoring import contains_answer
+from causal_middleware.tasks.scoring import contains_answer
 
 
 class CoverageDiagnoser(Diagnoser):

@@ -15,6 +15,8 @@ Both use gold information (the expected answer).
 
 from __future__ import annotations
 
+from typing import Any
+
 from causal_middleware.attribution.base import (
     Diagnoser,
     Diagnosis,
@@ -70,7 +72,7 @@ def _diagnosis_from_unit(
     scores: dict[str, float],
     why: str,
     cost: DiagnosisCost,
-    details: dict,
+    details: dict[str, Any],
 ) -> Diagnosis:
     hop = unit.hop if unit is not None and unit.role != "answer" else None
     sev, propagation = impact(views, question_text(trajectory), hop)

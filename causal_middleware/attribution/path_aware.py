@@ -68,7 +68,7 @@ from causal_middleware.attribution.provenance import (
 )
 from causal_middleware.attribution.repair_op import ProbeBudgetExhausted, ProbeRunner, repair_k
 from causal_middleware.spans.model import Trajectory
-from causal_middleware.world.scoring import is_correct
+from causal_middleware.tasks.scoring import is_correct
 
 FaultPath = Literal["error", "evidence", "bridge", "answer_fact", "reading"]
 

@@ -1,7 +1,7 @@
 """Diagnosers by name: ``get_diagnoser("path_aware", audit=False)``, ``available()``.
 
 Names: ``rule``, ``coverage``, ``llm_judge``, ``frozen_hop``, ``suffix_regen``, ``holistic``,
-``holistic_llm``, ``iterative``, ``iterative_llm``, ``crs``, ``path_aware``. Register another
+``holistic_llm``, ``iterative``, ``iterative_llm``, ``crs``, ``path_aware``, ``information_flow``. Register another
 with :func:`register` (a :class:`~causal_middleware.attribution.base.Diagnoser` subclass).
 """
 
@@ -14,6 +14,7 @@ from causal_middleware.attribution.coverage import CoverageDiagnoser
 from causal_middleware.attribution.crs import CRSDiagnoser
 from causal_middleware.attribution.frozen_hop import FrozenHopDiagnoser
 from causal_middleware.attribution.holistic import HolisticDiagnoser, HolisticLLMDiagnoser
+from causal_middleware.attribution.information_flow import InformationFlowDiagnoser
 from causal_middleware.attribution.iterative import IterativeDiagnoser, IterativeLLMDiagnoser
 from causal_middleware.attribution.llm_judge import LLMJudgeDiagnoser
 from causal_middleware.attribution.path_aware import PathAwareDiagnoser
@@ -47,6 +48,7 @@ for _cls in (
     IterativeLLMDiagnoser,
     CRSDiagnoser,
     PathAwareDiagnoser,
+    InformationFlowDiagnoser,
 ):
     register(_cls)
 

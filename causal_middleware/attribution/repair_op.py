@@ -2,7 +2,7 @@
 
 **Repairing hop h** replaces hop h's retrieved evidence with a clean re-retrieval:
 
-1. *Clean sub-query.* When the context has a :class:`~causal_middleware.world.model.Question` with a
+1. *Clean sub-query.* When the context has a :class:`~causal_middleware.tasks.model.Question` with a
    gold decomposition, the gold sub-question of the hop, with every ``#k`` replaced by gold hop
    k's answer (so a corrupted bridge entity upstream does not leak into the repair). The gold hop
    is the one whose sub-question's words best match the hop's recorded sub-query (ties and runs
@@ -33,7 +33,7 @@ from causal_middleware.attribution.hops import HopView, answer_node, hop_views
 from causal_middleware.attribution.text import coverage, terms
 from causal_middleware.retrieval.base import Index
 from causal_middleware.spans.model import Document, Intervention, Trajectory
-from causal_middleware.world.model import Question
+from causal_middleware.tasks.model import Question
 
 DEFAULT_REPAIR_K = 5
 _REF = re.compile(r"#(\d+)")

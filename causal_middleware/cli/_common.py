@@ -17,7 +17,8 @@ def add_store_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--store",
         default=DEFAULT_STORE,
-        help="span store path (SQLite); default $CAUSAL_MW_STORE or ./causal_runs.db",
+        help="span store: a SQLite file path or a postgresql://user@host/db URL; "
+        "default $CAUSAL_MW_STORE or ./causal_runs.db",
     )
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -23,22 +22,21 @@ from causal_middleware.context.apply import apply_recommendation
 from causal_middleware.context.conversation import Conversation, align_to_workspace
 from causal_middleware.context.detector import detect
 from causal_middleware.context.recommender import recommend
-from causal_middleware.context.root_cause import Diagnosis, diagnose
+from causal_middleware.context.root_cause import ContextDiagnosis, diagnose
 from causal_middleware.context.sessions import (
     DETECTION_KIND,
     DIAGNOSIS_KIND,
     find_recommendation,
     load_conversation,
     save_recommendation,
-    save_session,
     session_record,
 )
 from causal_middleware.context.signals import Detection
 from causal_middleware.context.workspace import Workspace, config_root
-from causal_middleware.store.sqlite import SqliteSpanStore
+from causal_middleware.store.open import OpenedStore, open_store
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Any) -> Any:
     ctx = subparsers.add_parser("context", help="debug an agent's context from dissatisfied sessions")
     sub = ctx.add_subparsers(dest="context_command", metavar="SUBCOMMAND")
     sub.required = True
@@ -84,19 +82,7 @@ def register(subparsers: Any) -> None:
     add_store_arg(p)
     add_json_arg(p)
     p.set_defaults(func=_apply)
-
-    p = sub.add_parser("simulate", help="generate simulated sessions into the store")
-    p.add_argument("--domain", default=None, help="a shipped domain (default: finance)")
-    p.add_argument(
-        "--kit", metavar="FILE", help="a domain kit (YAML: your workspace and session templates) instead"
-    )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--n-dissatisfied", type=int, default=60)
-    p.add_argument("--n-control", type=int, default=15)
-    p.add_argument("--workspaces", help="also write each session's workspace to WORKSPACES/<session id>/")
-    add_store_arg(p)
-    add_json_arg(p)
-    p.set_defaults(func=_simulate)
+    return sub
 
 
 def _workspace_args(p: argparse.ArgumentParser, *, help_dir: str) -> None:
@@ -137,16 +123,15 @@ def _model(args: argparse.Namespace) -> BaseChatModel | None:
         return None
     from causal_middleware.integrations.models import select_chat_model
 
-    return select_chat_model(prefer="anthropic")
+    model: BaseChatModel = select_chat_model(prefer="anthropic")
+    return model
 
 
-def _store(args: argparse.Namespace, *, create: bool = False) -> SqliteSpanStore:
-    return SqliteSpanStore(args.store, create=create)
+def _store(args: argparse.Namespace, *, create: bool = False) -> OpenedStore:
+    return open_store(args.store, create=create)
 
 
-def _load(
-    args: argparse.Namespace, workspace: Workspace | None = None
-) -> tuple[SqliteSpanStore, Conversation]:
+def _load(args: argparse.Namespace, workspace: Workspace | None = None) -> tuple[OpenedStore, Conversation]:
     store = _store(args)
     conv = load_conversation(store, args.session_id)
     return store, align_to_workspace(conv, workspace) if workspace is not None else conv
@@ -177,7 +162,7 @@ def _detect(args: argparse.Namespace) -> int:
 
 def _diagnosis(
     args: argparse.Namespace, conv: Conversation, workspace: Workspace | None = None
-) -> tuple[Detection, Diagnosis]:
+) -> tuple[Detection, ContextDiagnosis]:
     det = _detection(args, conv)
     mode: Literal["offline", "llm"] = "llm" if args.llm else "offline"
     return det, diagnose(
@@ -262,53 +247,4 @@ def _apply(args: argparse.Namespace) -> int:
     if result.diff:
         print(result.diff, end="" if result.diff.endswith("\n") else "\n")
     print(result.message)
-    return 0
-
-
-def _simulate(args: argparse.Namespace) -> int:
-    from causal_middleware.context.simulation import Benchmark, generate_benchmark
-    from causal_middleware.context.simulation.verification import verify_benchmark
-
-    bench: Benchmark
-    if args.kit:
-        from causal_middleware.context.kit import generate_kit_benchmark
-
-        if args.domain is not None:
-            raise ValueError("pass --domain or --kit, not both")
-        bench = generate_kit_benchmark(
-            args.kit, seed=args.seed, n_dissatisfied=args.n_dissatisfied, n_control=args.n_control
-        )
-    else:
-        bench = generate_benchmark(
-            args.domain or "finance",
-            seed=args.seed,
-            n_dissatisfied=args.n_dissatisfied,
-            n_control=args.n_control,
-        )
-    report = verify_benchmark(bench)
-    store = _store(args, create=True)
-    ids = []
-    for trace in bench.traces:
-        extra: dict[str, Any] = {
-            "ground_truth": trace.ground_truth.model_dump(mode="json"),
-            "domain": bench.domain,
-            "seed": bench.seed,
-        }
-        if args.workspaces:
-            target = Path(args.workspaces) / trace.ground_truth.trace_id
-            write = getattr(bench, "write_workspace", None)  # a kit's: with its layout config
-            if write is not None:
-                write(trace, target)
-            else:
-                bench.workspace(trace).write_to(target)
-            extra["workspace_dir"] = str(target)
-        save_session(store, trace.conversation, **extra)
-        ids.append(trace.ground_truth.trace_id)
-    if args.json:
-        print_json({"sessions": ids, "verification_ok": report.ok, "store": args.store})
-        return 0
-    print(
-        f"{len(ids)} sessions of domain {bench.domain!r} (seed {bench.seed}) stored in {args.store}; verification {'passed' if report.ok else 'FAILED'}"
-    )
-    print(f"  e.g. causal-mw context detect {ids[0]} --store {args.store}")
     return 0

@@ -79,6 +79,13 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--save", action="store_true", help="keep the diagnosis in the store as a 'diagnosis' record"
     )
+    p.add_argument(
+        "--write-back",
+        choices=("phoenix",),
+        help="write the verdict to the collector the run came from, as a 'root_cause' span annotation "
+        "on the blamed span (needs --phoenix)",
+    )
+    p.add_argument("--phoenix", metavar="URL", help="the Phoenix server for --write-back phoenix")
     add_json_arg(p)
     add_store_arg(p)
     p.set_defaults(func=_diagnose)
@@ -87,7 +94,7 @@ def register(subparsers: Any) -> None:
 def _diagnose(args: argparse.Namespace) -> int:
     from causal_middleware.attribution.base import DiagnosisContext
     from causal_middleware.attribution.registry import get_diagnoser
-    from causal_middleware.store.sqlite import SqliteSpanStore
+    from causal_middleware.store.open import open_store
 
     method = args.method
     if method in PROBE_METHODS and not args.graph:
@@ -97,8 +104,9 @@ def _diagnose(args: argparse.Namespace) -> int:
         )
     if args.max_reexecutions is not None and args.max_reexecutions < 0:
         raise ValueError(f"--max-reexecutions must be >= 0, got {args.max_reexecutions}")
+    phoenix = _phoenix_sink(args)  # reachable before a diagnosis that may take minutes
     try:
-        store = SqliteSpanStore(args.store, create=False)
+        store = open_store(args.store, create=False)
     except FileNotFoundError:
         raise FileNotFoundError(
             f"span store not found: {args.store} (pass --store / set CAUSAL_MW_STORE)"
@@ -134,11 +142,39 @@ def _diagnose(args: argparse.Namespace) -> int:
             diagnosis = get_diagnoser(method).diagnose(trajectory, DiagnosisContext(**context))
         if args.save:
             store.put_record("diagnosis", run_id, diagnosis.model_dump(mode="json"))
+        written = None
+        if phoenix is not None:
+            from causal_middleware.repair.verdicts import write_back_diagnosis
+
+            written = write_back_diagnosis(phoenix, store, diagnosis, trajectory)
     if args.json:
-        print_json(diagnosis.model_dump(mode="json"))
+        payload = diagnosis.model_dump(mode="json")
+        if phoenix is not None:
+            payload["written_back"] = written
+        print_json(payload)
         return 0 if diagnosis.ran else 1
     _print(diagnosis)
+    if written is not None:
+        print(
+            f"  written to : {written['phoenix']}, annotation {written['name']!r} on span {written['span_id']}"
+        )
     return 0 if diagnosis.ran else 1
+
+
+def _phoenix_sink(args: argparse.Namespace) -> Any:
+    if args.write_back is None:
+        if args.phoenix:
+            raise ValueError("--phoenix names where to write the verdict: add --write-back phoenix")
+        return None
+    if not args.phoenix:
+        raise ValueError(
+            "--write-back phoenix needs --phoenix URL (the Phoenix server, e.g. http://localhost:6006)"
+        )
+    from causal_middleware.store.phoenix import PhoenixSpanSource
+
+    source = PhoenixSpanSource(args.phoenix)
+    source.projects()
+    return source
 
 
 def _print(diagnosis: Any) -> None:

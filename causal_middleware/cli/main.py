@@ -2,7 +2,8 @@
 and exposes ``register(subparsers)``; this module only assembles them.
 
 The CLI is a composition root: unlike the core folders it may import
-``causal_middleware.integrations`` (it has to build a live agent for ``demo``, ``replay``, ...).
+``causal_middleware.integrations`` (it builds the live agent for ``replay``, ``repair``, ...). It never
+imports the benchmarks: ``bench``, ``demo`` and ``inject`` arrive as plugins (``cli/plugins.py``).
 """
 
 from __future__ import annotations
@@ -13,19 +14,21 @@ import importlib.util
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
-# Command modules, in help order. A module listed here that does not exist yet is skipped.
+from causal_middleware.cli.plugins import register_commands
+
+# Command modules, in help order; each ``register(subparsers)`` may return its own subparsers
+# (a command group that plugins can extend). Installed plugins add theirs after these.
 COMMAND_MODULES = (
-    "demo",
     "runs",
     "replay",
-    "inject",
     "diagnose",
     "repair",
     "pairs",
     "context",
-    "bench",
     "health",
+    "worker",
 )
 
 
@@ -36,11 +39,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+    groups: dict[str, Any] = {}
     for name in COMMAND_MODULES:
         qualified = f"causal_middleware.cli.{name}"
         if importlib.util.find_spec(qualified) is None:
             continue
-        importlib.import_module(qualified).register(sub)
+        group = importlib.import_module(qualified).register(sub)
+        if group is not None:
+            groups[name] = group
+    register_commands(sub, groups)
     return parser
 
 

@@ -34,10 +34,10 @@ def register(subparsers: Any) -> None:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from causal_middleware.store.sqlite import SqliteSpanStore
+    from causal_middleware.store.open import open_store
 
     try:
-        store = SqliteSpanStore(args.store, create=False)
+        store = open_store(args.store, create=False)
     except FileNotFoundError:
         raise FileNotFoundError(
             f"span store not found: {args.store} (pass --store or set CAUSAL_MW_STORE)"

@@ -1,11 +1,8 @@
-"""``causal-mw repair RUN_ID``: find, validate and explain the minimal repair of a failed run;
-``causal-mw bench repair``: the repair benchmark (``register_bench``).
+"""``causal-mw repair RUN_ID``: find, validate and explain the minimal repair of a failed run.
 
-Without ``--graph`` the command rebuilds the agent ``causal-mw demo`` ran: the reference agent on
-the default world (``--n``/``--seed`` as given to the demo), with the checkpoints the demo kept
-next to the store (``<store>.checkpoints.db``). With ``--graph`` it loads any graph the way
-``langgraph.json`` names graphs; the graph must use the checkpointer that holds the run's
-checkpoints. The offline proposer then derives every step's alternatives from the trace (no adapter:
+``--graph`` loads the agent the way ``langgraph.json`` names graphs; the graph must use the
+checkpointer that holds the run's checkpoints. Without ``--graph`` an installed agent provider
+(``cli/plugins.py``; the benchmark package's rebuilds ``causal-mw demo``'s agent) must recognise the run. The offline proposer then derives every step's alternatives from the trace (no adapter:
 documents left out or replaced by the graph's own retriever, tools re-run, values from the step's
 evidence); ``--adapter`` and ``--index`` override it, ``--proposer llm --model SPEC`` asks a chat model.
 
@@ -19,14 +16,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
-import sqlite3
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from causal_middleware.cli._common import add_json_arg, add_store_arg, load_verifier, print_json
 from causal_middleware.cli.live_agent import LiveAgent, live_agent, load_spec, parse_state_keys
+from causal_middleware.cli.plugins import agent_providers, provided_agent
 from causal_middleware.repair.models import RepairResult
 from causal_middleware.repair.render import shorten
 
@@ -48,7 +43,7 @@ def register(subparsers: Any) -> None:
         "--graph",
         metavar="SPEC",
         help="the agent graph (path/to/file.py:graph or package.module:graph); "
-        "default: the reference agent of causal-mw demo",
+        "default: an installed agent provider's (causal-mw demo's runs)",
     )
     p.add_argument(
         "--adapter",
@@ -86,16 +81,8 @@ def register(subparsers: Any) -> None:
         metavar="NODE=KEY",
         help="the state key holding NODE's retrieved documents when its update holds several (repeatable)",
     )
-    p.add_argument(
-        "--n", type=int, default=60, help="default agent: the demo's number of questions (default 60)"
-    )
-    p.add_argument(
-        "--seed", type=int, default=0, help="default agent: the demo's world and model seed (default 0)"
-    )
-    p.add_argument(
-        "--retriever-k", type=int, default=5, help="default agent: documents per retrieval (default 5)"
-    )
-    p.add_argument("--budget", type=int, default=4, help="default agent: searches per question (default 4)")
+    for provider in agent_providers():
+        provider.add_arguments(p)
     p.add_argument("--checkpoints", help="checkpoint database (default <store>.checkpoints.db)")
     p.add_argument("--reference", help="the correct answer, when the run has no stored reference")
     p.add_argument("--k", type=int, default=3, help="proposals per candidate step (default 3)")
@@ -122,7 +109,7 @@ def register(subparsers: Any) -> None:
 def _repair(args: argparse.Namespace) -> int:
     from causal_middleware.repair.service import RepairConfig, repair_run
     from causal_middleware.repair.verifiers import ReferenceVerifier, as_verifier
-    from causal_middleware.store.sqlite import SqliteSpanStore
+    from causal_middleware.store.open import open_store
 
     if args.proposer == "llm" and not args.model:
         raise ValueError("--proposer llm needs --model module:attr (a LangChain chat model)")
@@ -138,7 +125,7 @@ def _repair(args: argparse.Namespace) -> int:
         keep_probe_forks=args.keep_probe_forks,
     )
     try:
-        store = SqliteSpanStore(args.store, create=False)
+        store = open_store(args.store, create=False)
     except FileNotFoundError:
         raise FileNotFoundError(
             f"span store not found: {args.store} (pass --store or set CAUSAL_MW_STORE)"
@@ -201,69 +188,8 @@ def _agent(args: argparse.Namespace, store: Any, trajectory: Any) -> Iterator[tu
         ) as agent:
             yield agent, []
         return
-    with _demo_agent(args, store, trajectory) as demo:
-        yield demo
-
-
-@contextlib.contextmanager
-def _demo_agent(
-    args: argparse.Namespace, store: Any, trajectory: Any
-) -> Iterator[tuple[LiveAgent, list[str]]]:
-    """The reference agent ``causal-mw demo`` recorded with (the benchmark agent, its adapter)."""
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
-    from causal_middleware.cli.demo import _checkpoint_path
-    from causal_middleware.integrations.langgraph.instrument import instrument
-    from causal_middleware.integrations.langgraph.reference_agent import (
-        REFERENCE_ANSWER_NODES,
-        REFERENCE_HOP_NODES,
-        build_reference_agent,
-        make_index,
-    )
-    from causal_middleware.integrations.langgraph.reference_agent.adapter import ReferenceAgentAdapter
-    from causal_middleware.integrations.langgraph.replayer import Replayer
-    from causal_middleware.models.offline import OfflineChatModel
-    from causal_middleware.retrieval.langchain import IndexRetriever
-    from causal_middleware.world.generator import generate_world
-
-    checkpoints = _checkpoint_path(args.store, args.checkpoints)
-    if checkpoints != ":memory:" and not Path(checkpoints).exists():
-        raise FileNotFoundError(
-            f"checkpoint database not found: {checkpoints} (record runs with causal-mw demo, or pass --graph)"
-        )
-    world = generate_world(args.n, seed=args.seed)
-    retriever = str(trajectory.labels.get("retriever") or "bm25")
-    index = make_index(retriever, world)
-    question_id = trajectory.labels.get("question_id")
-    question = next((q for q in world.questions if q.id == question_id), None)
-    aliases = list(question.aliases) if question is not None else []
-    connection = sqlite3.connect(checkpoints, check_same_thread=False)
-    instrumented = None
-    try:
-        graph = build_reference_agent(
-            IndexRetriever(index=index, k=args.retriever_k),
-            OfflineChatModel(seed=args.seed),
-            budget=args.budget,
-            checkpointer=SqliteSaver(connection),
-        )
-        instrumented = instrument(
-            graph,
-            store=store,
-            hop_nodes=REFERENCE_HOP_NODES,
-            answer_nodes=REFERENCE_ANSWER_NODES,
-            graph_name=trajectory.graph or f"reference_agent[{retriever}]",
-        )
-        adapter = None if args.adapter is None else load_spec(args.adapter, "adapter")
-        agent = LiveAgent(
-            backend=Replayer(instrumented, store=store, refused_side_effects="withhold"),
-            adapter=adapter or ReferenceAgentAdapter(),
-            index=index,
-        )
-        yield agent, aliases
-    finally:
-        if instrumented is not None:
-            instrumented.shutdown()
-        connection.close()
+    with provided_agent(args, store, trajectory) as provided:
+        yield provided
 
 
 def _print(result: RepairResult) -> None:
@@ -298,77 +224,3 @@ def _print(result: RepairResult) -> None:
             console.print(f"  {name}: {shorten(before or '(absent)', 150)!r}")
             console.print(f"  {' ' * len(name)}  -> {shorten(after or '(absent)', 150)!r}")
         console.print(f"Fork with the repair: [bold]causal-mw runs show {repair.fork_run_id}[/]")
-
-
-def register_bench(bench_subparsers: Any) -> None:
-    """Add ``bench repair`` to the ``causal-mw bench`` group."""
-    p = bench_subparsers.add_parser(
-        "repair",
-        help="CausalFlow repair of the default world's natural and injected failures",
-        description="Writes results.json with n_failed, repair_rate, post_repair_accuracy, minimality_mean, "
-        "crs_precision, reexec_per_repaired, naive_reexec_per_repaired (also under natural and injected).",
-    )
-    p.add_argument(
-        "--out", required=True, metavar="PATH", help="results.json to write (a directory: PATH/repair.json)"
-    )
-    p.add_argument("--n", type=int, default=100, help="questions of the default world (default 100)")
-    p.add_argument("--seed", type=int, default=0, help="world, model and fault seed (default 0)")
-    p.add_argument(
-        "--inject-questions", type=int, default=20, help="questions faults are injected into (default 20)"
-    )
-    p.add_argument(
-        "--max-injected", type=int, default=40, help="injected failures repaired at most (default 40)"
-    )
-    p.add_argument("--depths", type=int, nargs="+", default=[1, 2], help="fault depths (default 1 2)")
-    p.add_argument("--families", nargs="+", help="fault families (default: all seven)")
-    p.add_argument("--k", type=int, default=3, help="proposals per candidate step (default 3)")
-    p.add_argument(
-        "--temperature",
-        type=float,
-        default=0.0,
-        help="the offline model's sampling temperature in [0, 1] (default 0: deterministic re-runs)",
-    )
-    add_json_arg(p)
-    p.set_defaults(func=_bench)
-
-
-def _bench(args: argparse.Namespace) -> int:
-    import sys
-    import time
-
-    from causal_middleware.bench.repair import DEFAULT_FAMILIES, format_repair_table
-    from causal_middleware.cli.bench import run_repair
-
-    if args.n < 1:
-        raise ValueError(f"--n must be at least 1, got {args.n}")
-    if not 0.0 <= args.temperature <= 1.0:
-        raise ValueError(f"--temperature must be in [0, 1], got {args.temperature}")
-    started = time.perf_counter()
-
-    def say(message: str) -> None:
-        print(f"[{time.perf_counter() - started:6.1f}s] {message}", file=sys.stderr)
-
-    results = run_repair(
-        {
-            "n": args.n,
-            "seed": args.seed,
-            "inject_questions": args.inject_questions,
-            "families": list(args.families or DEFAULT_FAMILIES),
-            "depths": list(args.depths),
-            "max_injected": args.max_injected,
-            "k": args.k,
-            "temperature": args.temperature,
-            "progress": None if args.json else say,
-        }
-    )
-    out = Path(args.out)
-    if out.is_dir() or args.out.endswith("/"):
-        out.mkdir(parents=True, exist_ok=True)
-        out = out / "repair.json"
-    out.write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
-    if args.json:
-        print_json({k: v for k, v in results.items() if k != "runs"})
-    else:
-        print(format_repair_table(results))
-        print(f"wrote {out}")
-    return 0

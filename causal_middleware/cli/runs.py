@@ -18,8 +18,8 @@ from causal_middleware.spans.model import Hop, Outcome, ToolStep, Trajectory
 from causal_middleware.spans.record import SpanRecord
 from causal_middleware.store._common import normalize_outcome
 from causal_middleware.store.base import RunSummary
+from causal_middleware.store.open import OpenedStore, open_store
 from causal_middleware.store.otlp_json import export_otlp_json
-from causal_middleware.store.sqlite import SqliteSpanStore
 
 # Keys whose string value a node's output uses for what the hop found (the reference agent's
 # read node returns {"fact": ...}; answer nodes {"answer": ...}).
@@ -129,6 +129,42 @@ def register(subparsers: Any) -> None:
     add_store_arg(p)
     p.set_defaults(func=_import)
 
+    p = sub.add_parser(
+        "pull",
+        help="copy runs from an Arize Phoenix project into the store (again: only what is new)",
+        description="Fetch a Phoenix project's newest traces through Phoenix's REST API and write "
+        "them into the store as runs; diagnose and repair them as runs recorded locally. Spans the "
+        "store already holds are kept as they are, so pulling again adds only new runs and spans. "
+        "Needs the [phoenix] extra; PHOENIX_API_KEY authenticates.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_PULL_EPILOG,
+    )
+    p.add_argument(
+        "--phoenix", required=True, metavar="URL", help="the Phoenix server, e.g. http://localhost:6006"
+    )
+    p.add_argument("--project", required=True, metavar="NAME", help="the Phoenix project")
+    p.add_argument(
+        "--limit",
+        type=int,
+        default=100,
+        metavar="N",
+        help="at most this many traces, newest first (default 100)",
+    )
+    p.add_argument(
+        "--since", metavar="ISO", help="only traces started at or after this time (ISO 8601; UTC if no zone)"
+    )
+    add_json_arg(p)
+    add_store_arg(p)
+    p.set_defaults(func=_pull)
+
+
+_PULL_EPILOG = """\
+--json prints {"url", "project", "run_ids" (traces pulled, newest first), "new_run_ids" (of those,
+not in the store before), "spans_written" (spans the store did not hold), "spans_present" (spans
+already there, left as they were), "labels" (run id -> the phoenix.<annotation> labels set from
+annotations on the run's root span)}. An unreachable server, an unknown project or a bad --since
+is a one-line error, exit code 2, and nothing is written.
+example: causal-mw runs pull --phoenix http://localhost:6006 --project my-agent --since 2026-12-01"""
 
 _LIST_EPILOG = """\
 --json prints a list, newest first, of objects with the keys:
@@ -157,9 +193,9 @@ At least one of --outcome, --reference, --label. Bad input (an unknown outcome, 
 example: causal-mw runs annotate 3f2a9c --outcome failure --reference "Paris" --label reviewer=ana"""
 
 
-def _open(path: str, *, create: bool = False) -> SqliteSpanStore:
+def _open(path: str, *, create: bool = False) -> OpenedStore:
     try:
-        return SqliteSpanStore(path, create=create)
+        return open_store(path, create=create)
     except FileNotFoundError:
         raise FileNotFoundError(
             f"span store not found: {path} (record a run first, or pass --store / set CAUSAL_MW_STORE)"
@@ -221,7 +257,7 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _hop_count(store: SqliteSpanStore, run: RunSummary) -> tuple[int, int | None]:
+def _hop_count(store: OpenedStore, run: RunSummary) -> tuple[int, int | None]:
     """(hops, fork hop) of a listed run. A fork's own spans hold only the hops it re-ran, so its
     count is its stitched trajectory's (the parent's hops before the fork point plus its own)."""
     if run.parent_run_id is None:
@@ -451,7 +487,7 @@ class _RedactingView:
     """A span store as ``export_otlp_json`` reads it, with every span redacted
     (:func:`~causal_middleware.spans.content.redact_record`); everything else is the store's."""
 
-    def __init__(self, store: SqliteSpanStore) -> None:
+    def __init__(self, store: OpenedStore) -> None:
         self._store = store
 
     def get_spans(self, run_id: str) -> list[SpanRecord]:
@@ -506,3 +542,36 @@ def _imported(args: argparse.Namespace, run_ids: list[str]) -> int:
         for run_id in run_ids:
             print(f"  {run_id}")
     return 0
+
+
+def _pull(args: argparse.Namespace) -> int:
+    from causal_middleware.store.phoenix import PhoenixSpanSource
+
+    since = _iso(args.since, "--since") if args.since else None
+    if args.limit < 1:
+        raise ValueError(f"--limit must be at least 1, got {args.limit}")
+    source = PhoenixSpanSource(args.phoenix)
+    traces = source.traces(args.project, since=since, limit=args.limit)  # before the store is created
+    with _open(args.store, create=True) as store:
+        result = source.pull(store, args.project, traces=traces)
+    if args.json:
+        print_json(result.as_json())
+        return 0
+    n = len(result.run_ids)
+    print(
+        f"pulled {n} run{'s' if n != 1 else ''} from {args.phoenix} project {args.project!r}: "
+        f"{len(result.new_run_ids)} new, {result.spans_written} spans written, "
+        f"{result.spans_present} already in {args.store}"
+    )
+    for run_id in result.run_ids:
+        print(f"  {run_id}")
+    return 0
+
+
+def _iso(text: str, flag: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(
+            f"{flag} must be an ISO 8601 time such as 2026-12-01T09:00:00Z, got {text!r}"
+        ) from None

@@ -25,7 +25,7 @@ from causal_middleware.context.llm import LLMResponseError
 from causal_middleware.context.pipeline import ContextReport, debug_session
 from causal_middleware.context.recommendation import Classification, Dimensions, Operation, Recommendation
 from causal_middleware.context.recommender import recommend
-from causal_middleware.context.root_cause import Attribution, Diagnosis, FaultCategory, diagnose
+from causal_middleware.context.root_cause import Attribution, ContextDiagnosis, FaultCategory, diagnose
 from causal_middleware.context.segmenter import Segment, segment
 from causal_middleware.context.sessions import (
     find_recommendation,
@@ -50,7 +50,7 @@ __all__ = [
     "ConversationNode",
     "Delta",
     "Detection",
-    "Diagnosis",
+    "ContextDiagnosis",
     "Dimensions",
     "FaultCategory",
     "Feedback",

@@ -267,7 +267,7 @@ def _user_text(traj: Trajectory, llm_steps: list[LLMStep]) -> str:
     if isinstance(inp, dict):
         for key in ("input", "question", "query", "message"):
             if isinstance(inp.get(key), str):
-                return inp[key]
+                return str(inp[key])
         msgs = inp.get("messages")
         if isinstance(msgs, list) and msgs:
             last = msgs[-1]

@@ -11,7 +11,7 @@ from causal_middleware.context.conversation import Conversation, align_to_worksp
 from causal_middleware.context.detector import detect
 from causal_middleware.context.recommendation import Recommendation
 from causal_middleware.context.recommender import recommend
-from causal_middleware.context.root_cause import Diagnosis, Method, diagnose
+from causal_middleware.context.root_cause import ContextDiagnosis, Method, diagnose
 from causal_middleware.context.signals import Detection
 from causal_middleware.context.workspace import Workspace
 
@@ -19,7 +19,7 @@ from causal_middleware.context.workspace import Workspace
 class ContextReport(BaseModel):
     session_id: str
     detection: Detection
-    diagnosis: Diagnosis | None = None
+    diagnosis: ContextDiagnosis | None = None
     recommendation: Recommendation | None = None
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePosixPath
-from typing import Literal
+from typing import Any, Literal
 
 from causal_middleware.context.authority import AuthorityDecision, SourceInfo, resolve_authority
 from causal_middleware.context.conversation import Conversation, NodeType
@@ -30,7 +30,7 @@ from causal_middleware.context.recommendation import (
     replace_value,
     unified_diff,
 )
-from causal_middleware.context.root_cause import Diagnosis
+from causal_middleware.context.root_cause import ContextDiagnosis
 from causal_middleware.context.text import (
     CONVERSATION_WORDS,
     contains,
@@ -63,7 +63,7 @@ _DELETE_CONFIDENCE = {"supersession": 0.9, "status": 0.9, "hierarchy": 0.8, "rec
 
 def recommend(
     conversation: Conversation,
-    diagnosis: Diagnosis,
+    diagnosis: ContextDiagnosis,
     workspace: Workspace,
     *,
     mode: Mode = "explore",
@@ -76,7 +76,7 @@ def recommend(
 
 class _Recommender:
     def __init__(
-        self, conversation: Conversation, diagnosis: Diagnosis, workspace: Workspace, mode: Mode
+        self, conversation: Conversation, diagnosis: ContextDiagnosis, workspace: Workspace, mode: Mode
     ) -> None:
         self.conv = conversation
         self.diag = diagnosis
@@ -687,7 +687,7 @@ def _sentence_terms(sentence: str) -> set[str]:
     return term_set(sentence) - term_set(values)
 
 
-def _safe_front(text: str) -> tuple[dict, str]:
+def _safe_front(text: str) -> tuple[dict[str, Any], str]:
     try:
         return split_front_matter(text)
     except ValueError:
@@ -710,7 +710,7 @@ def _states(text: str, instruction: str) -> bool:
     )
 
 
-def _paths(hits: list, what: str) -> str:
+def _paths(hits: list[Any], what: str) -> str:
     return _paths_str([h.path for h in hits], what)
 
 

@@ -75,7 +75,7 @@ class Attribution(BaseModel):
     reason: str = ""
 
 
-class Diagnosis(BaseModel):
+class ContextDiagnosis(BaseModel):
     """Where the wrong content entered, with the evidence chain."""
 
     session_id: str
@@ -108,7 +108,7 @@ def diagnose(
     mode: Literal["offline", "llm"] = "offline",
     model: BaseChatModel | None = None,
     workspace: Workspace | None = None,
-) -> Diagnosis:
+) -> ContextDiagnosis:
     """Find the root node of a dissatisfied session (``detection`` is computed when not given).
 
     Given the ``workspace``, a component path the session did not record (or recorded under a
@@ -125,7 +125,7 @@ def diagnose(
         raise ValueError(f"unknown root-cause mode {mode!r}; expected 'offline' or 'llm'")
     fp = locate_failure(conversation, detection)
     if fp is None:
-        return Diagnosis(
+        return ContextDiagnosis(
             session_id=conversation.session_id,
             method=method,
             status="no_failure",
@@ -274,7 +274,7 @@ def _finish(
     category: FaultCategory | None,
     path: str | None,
     calls: int,
-) -> Diagnosis:
+) -> ContextDiagnosis:
     total = sum(w for w, _ in weights.values())
     order = {n.id: i for i, n in enumerate(conversation.nodes)}
     attributions = [
@@ -288,7 +288,7 @@ def _finish(
     )
     if ctype == "other" and category:
         ctype = CATEGORY_COMPONENT[category]
-    return Diagnosis(
+    return ContextDiagnosis(
         session_id=conversation.session_id,
         method=method,
         delta=fp.delta,
@@ -305,7 +305,7 @@ def _finish(
 # --- holistic ---------------------------------------------------------------------------------
 
 
-def _holistic(conversation: Conversation, fp: FailurePoint) -> Diagnosis:
+def _holistic(conversation: Conversation, fp: FailurePoint) -> ContextDiagnosis:
     delta = fp.delta
     subject = subject_text(conversation, fp)
     nodes = candidates(conversation, fp)
@@ -485,7 +485,7 @@ def node_score(node: ConversationNode, fp: FailurePoint, subject: str, in_seg: s
     return max(s, 0.0), ", ".join(why)
 
 
-def _iterative(conversation: Conversation, fp: FailurePoint) -> Diagnosis:
+def _iterative(conversation: Conversation, fp: FailurePoint) -> ContextDiagnosis:
     subject = subject_text(conversation, fp)
     nodes = candidates(conversation, fp)
     in_seg = set(fp.segment.node_ids) if fp.segment else set()

@@ -16,7 +16,7 @@ from causal_middleware.context.llm import (
     fenced_transcript,
     require,
 )
-from causal_middleware.context.root_cause import Attribution, Diagnosis, FaultCategory, Method
+from causal_middleware.context.root_cause import Attribution, ContextDiagnosis, FaultCategory, Method
 from causal_middleware.context.signals import Detection
 from causal_middleware.context.workspace import component_type
 from causal_middleware.prompts import Fence
@@ -65,9 +65,9 @@ def diagnose_llm(
     model: BaseChatModel | None,
     *,
     method: Method = "holistic",
-) -> Diagnosis:
+) -> ContextDiagnosis:
     if model is None:
-        return Diagnosis(
+        return ContextDiagnosis(
             session_id=conversation.session_id,
             method=method,
             mode="llm",
@@ -76,7 +76,7 @@ def diagnose_llm(
         )
     fp = locate_failure(conversation, detection)
     if fp is None:
-        return Diagnosis(
+        return ContextDiagnosis(
             session_id=conversation.session_id,
             method=method,
             mode="llm",
@@ -88,7 +88,7 @@ def diagnose_llm(
     return _iterative(conversation, fp, model)
 
 
-def _holistic(conversation: Conversation, fp: FailurePoint, model: BaseChatModel) -> Diagnosis:
+def _holistic(conversation: Conversation, fp: FailurePoint, model: BaseChatModel) -> ContextDiagnosis:
     fence = Fence()
     data = ask_json(
         model,
@@ -111,7 +111,7 @@ def _holistic(conversation: Conversation, fp: FailurePoint, model: BaseChatModel
     return _result(conversation, fp, data, "holistic", root, scores, delta, calls=1)
 
 
-def _iterative(conversation: Conversation, fp: FailurePoint, model: BaseChatModel) -> Diagnosis:
+def _iterative(conversation: Conversation, fp: FailurePoint, model: BaseChatModel) -> ContextDiagnosis:
     fence = Fence()
     data = ask_json(
         model,
@@ -179,7 +179,7 @@ def _result(
     delta: Delta,
     *,
     calls: int,
-) -> Diagnosis:
+) -> ContextDiagnosis:
     category = data.get("category")
     if category is not None:
         try:
@@ -199,7 +199,7 @@ def _result(
         (Attribution(node_id=k, score=round(v / total, 6)) for k, v in scores.items() if v > 0),
         key=lambda a: (a.node_id != root, -a.score, order[a.node_id]),
     )
-    return Diagnosis(
+    return ContextDiagnosis(
         session_id=conversation.session_id,
         method=method,
         mode="llm",

@@ -104,7 +104,7 @@ def mcnemar_exact(b: int, c: int) -> float:
     if n == 0:
         return 1.0
     tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
-    return min(1.0, 2 * tail / 2**n)
+    return float(min(1.0, 2 * tail / 2**n))
 
 
 class PairedComparison(BaseModel):

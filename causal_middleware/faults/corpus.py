@@ -15,9 +15,9 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from causal_middleware.world.model import Dataset, Passage, Question
-from causal_middleware.world.scoring import normalize_answer, token_set
-from causal_middleware.world.templates import ALIAS_PATTERNS
+from causal_middleware.faults.grammar import ALIAS_PATTERNS, PLAIN_GRAMMAR, QuestionGrammar
+from causal_middleware.tasks.model import Dataset, Passage, Question
+from causal_middleware.tasks.scoring import normalize_answer, token_set
 
 _NUMBER = re.compile(r"^\d{1,3}(?:,\d{3})+$|^\d+$")
 _DISAMBIGUATOR = re.compile(r"\s*\([^)]*\)\s*$")
@@ -64,9 +64,16 @@ class _Name:
 class FaultCorpus:
     """Entity inventory and passage lookups over one corpus (see the module docstring)."""
 
-    def __init__(self, passages: Sequence[Passage], questions: Iterable[Question] = ()) -> None:
+    def __init__(
+        self,
+        passages: Sequence[Passage],
+        questions: Iterable[Question] = (),
+        *,
+        grammar: QuestionGrammar = PLAIN_GRAMMAR,
+    ) -> None:
         if not passages:
             raise ValueError("FaultCorpus needs at least one passage")
+        self.grammar = grammar
         self.passages: list[Passage] = list(passages)
         self.by_id: dict[str, Passage] = {p.id: p for p in self.passages}
         self._tokens: dict[str, frozenset[str]] = {}
@@ -94,8 +101,8 @@ class FaultCorpus:
         self._sorted = sorted(self._names.values(), key=lambda n: n.surface)
 
     @classmethod
-    def from_dataset(cls, dataset: Dataset) -> FaultCorpus:
-        return cls(dataset.passages, dataset.questions)
+    def from_dataset(cls, dataset: Dataset, *, grammar: QuestionGrammar = PLAIN_GRAMMAR) -> FaultCorpus:
+        return cls(dataset.passages, dataset.questions, grammar=grammar)
 
     def _add_name(self, name: str, canonical: str, etype: str | None) -> None:
         key = normalize_answer(name)

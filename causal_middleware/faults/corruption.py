@@ -29,9 +29,8 @@ from dataclasses import dataclass
 from causal_middleware.faults.corpus import FaultCorpus, is_number
 from causal_middleware.faults.model import CorruptionKind, CorruptionRecord
 from causal_middleware.spans.model import Document, Trajectory
-from causal_middleware.world.model import Passage, Question
-from causal_middleware.world.scoring import contains_answer, is_correct, normalize_answer, token_set
-from causal_middleware.world.templates import RELATIONS
+from causal_middleware.tasks.model import Passage, Question
+from causal_middleware.tasks.scoring import contains_answer, is_correct, normalize_answer, token_set
 
 _CAPITALISED_RUN = re.compile(r"[A-Z][\w\-]*(?: [A-Z][\w\-]*)*")
 _NUMBER_IN_TEXT = re.compile(r"(?<![\w,])\d{1,3}(?:,\d{3})+(?![\w,])|(?<![\w,])\d+(?![\w,])")
@@ -98,10 +97,11 @@ def _is_wrong(candidate: str, question: Question, original: str, corpus: FaultCo
 
 def _entity_type_for(name: str, question: Question, corpus: FaultCorpus) -> str | None:
     for hop in question.hops:
-        if hop.relation in RELATIONS and any(
+        relation = corpus.grammar.relation(hop.relation) if hop.relation else None
+        if relation is not None and any(
             normalize_answer(name) == normalize_answer(n) for n in (hop.answer, *hop.aliases)
         ):
-            return RELATIONS[hop.relation].object
+            return relation.object
     return corpus.entity_type(name)
 
 

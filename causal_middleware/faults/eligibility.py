@@ -15,8 +15,8 @@ from pydantic import BaseModel, Field
 
 from causal_middleware.faults.model import FaultFamily, ReasonCode, Stage
 from causal_middleware.spans.model import Trajectory
-from causal_middleware.world.model import Question
-from causal_middleware.world.scoring import is_correct
+from causal_middleware.tasks.model import Question
+from causal_middleware.tasks.scoring import is_correct
 
 
 class Eligibility(BaseModel):

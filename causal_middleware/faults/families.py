@@ -43,6 +43,7 @@ from causal_middleware.faults.corruption import (
     span_pattern,
 )
 from causal_middleware.faults.eligibility import check_eligibility
+from causal_middleware.faults.grammar import CONFIDENCE_MARKERS, QuestionGrammar
 from causal_middleware.faults.model import (
     PERSISTABLE_FAMILIES,
     CorruptionRecord,
@@ -55,9 +56,8 @@ from causal_middleware.faults.model import (
 )
 from causal_middleware.replay.adapter import AgentAdapter
 from causal_middleware.spans.model import Document, Intervention, Trajectory
-from causal_middleware.world.model import HopGold, Passage, Question
-from causal_middleware.world.scoring import contains_answer, normalize_answer
-from causal_middleware.world.templates import CONFIDENCE_MARKERS, RELATIONS, parse_sub_query
+from causal_middleware.tasks.model import HopGold, Passage, Question
+from causal_middleware.tasks.scoring import contains_answer, normalize_answer
 
 __all__ = [
     "FAMILIES",
@@ -135,18 +135,16 @@ def _gold_index(question: Question, trajectory: Trajectory, hop: int) -> int | N
     return min(k, len(question.hops) - 1)
 
 
-def hop_target(
-    question: Question, trajectory: Trajectory, hop: int, corpus: FaultCorpus | None = None
-) -> HopTarget:
+def hop_target(question: Question, trajectory: Trajectory, hop: int, corpus: FaultCorpus) -> HopTarget:
     """Parse hop ``hop``'s sub-query and map it to its gold hop.
 
-    The subject is the sub-query's subject by the world's question grammar; else the previous gold
+    The subject is the sub-query's subject by the corpus's question grammar; else the previous gold
     hop's answer when the sub-query names it; else the longest known entity the sub-query names
     (``corpus``); else the question's first entity (world metadata)."""
     sub_query = trajectory.hop(hop).sub_query or ""
     k = _gold_index(question, trajectory, hop)
     gold = question.hops[k] if k is not None else None
-    parsed = parse_sub_query(sub_query) if sub_query else None
+    parsed = corpus.grammar.parse_sub_query(sub_query) if sub_query else None
     if parsed is not None:
         return HopTarget(sub_query, parsed[0], parsed[1], gold)
     subject: str | None = None
@@ -156,7 +154,7 @@ def hop_target(
     )
     if named:
         subject = named[0]
-    elif corpus is not None and (in_query := corpus.names_in(sub_query)):
+    elif in_query := corpus.names_in(sub_query):
         subject = in_query[0]
     elif question.metadata.get("entities"):
         subject = str(question.metadata["entities"][0])
@@ -196,8 +194,8 @@ def _simple_templates(
     ]
 
 
-def _statement(target: HopTarget, value: str, rng: random.Random) -> str | None:
-    relation = RELATIONS.get(target.relation or "")
+def _statement(target: HopTarget, value: str, rng: random.Random, grammar: QuestionGrammar) -> str | None:
+    relation = grammar.relation(target.relation) if target.relation else None
     if relation is None or not target.subject:
         return None
     templates = _simple_templates(relation.statements, {"s", "o"})
@@ -305,7 +303,7 @@ def false_premise(ctx: FaultContext, hop: int) -> FaultAction:
     rng = ctx.rng("false_premise", hop)
     wrong = _wrong_value(ctx, target, rng)
     marker = rng.choice(CONFIDENCE_MARKERS)
-    statement = _statement(target, wrong, rng)
+    statement = _statement(target, wrong, rng, ctx.corpus.grammar)
     if statement is None:
         text = f'{marker}the answer to "{target.sub_query}" is {wrong}.'
     else:
@@ -351,7 +349,7 @@ def stale_evidence(ctx: FaultContext, hop: int) -> FaultAction:
     else:
         old = _wrong_value(ctx, target, rng)
         year = rng.randint(1950, 1995)
-        relation = RELATIONS.get(target.relation or "")
+        relation = ctx.corpus.grammar.relation(target.relation) if target.relation else None
         dated = (
             _simple_templates(relation.dated_statements, {"s", "o", "year"}, subject_first=False)
             if relation
@@ -361,7 +359,7 @@ def stale_evidence(ctx: FaultContext, hop: int) -> FaultAction:
         dated = [t for t in dated if not t.startswith("Since")]
         if relation is not None and target.subject and dated:
             text = rng.choice(dated).format(s=target.subject, o=old, year=year)
-        elif (statement := _statement(target, old, rng)) is not None:
+        elif (statement := _statement(target, old, rng, ctx.corpus.grammar)) is not None:
             text = f"{statement} This was recorded in {year}."
         else:
             text = f'As of {year}, the answer to "{target.sub_query}" was {old}.'

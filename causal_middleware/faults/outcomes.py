@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from causal_middleware.faults.model import ContentOutcome, CorruptionRecord, Outcome
 from causal_middleware.spans.model import Trajectory
-from causal_middleware.world.model import Question
-from causal_middleware.world.scoring import contains_answer, is_correct
+from causal_middleware.tasks.model import Question
+from causal_middleware.tasks.scoring import contains_answer, is_correct
 
 
 def outcome_of(answer: str | None, question: Question) -> Outcome:

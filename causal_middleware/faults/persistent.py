@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from causal_middleware.retrieval.base import Hit, Index
 from causal_middleware.retrieval.bm25 import BM25Index
-from causal_middleware.world.model import Passage
+from causal_middleware.tasks.model import Passage
 
 
 class ScopedIndex(Index):

@@ -14,7 +14,9 @@ Resuming: a unit whose latest record is not an error is finished and skipped on 
 is (dataset, retriever, question id, family, depth, seed, persistent). Errors are recorded per
 unit (``status="error"`` with the exception) and retried on the next run; the sweep itself does
 not stop. Units of one question run in order in one worker thread; questions run in parallel on
-``workers`` threads.
+``workers`` threads, or on any :class:`~causal_middleware.faults.executor.Executor`: a remote one
+(Ray) gets an ``env_spec`` that each of its worker processes builds the agent from once, and the
+driver imports the runs and records it sends back (:mod:`causal_middleware.faults.distributed`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ import time
 import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -34,7 +35,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from causal_middleware.faults.corpus import FaultCorpus
+from causal_middleware.faults.distributed import EnvSpec, FollowUp, QuestionOutcome, SweepWorker, import_run
+from causal_middleware.faults.executor import Executor, ThreadExecutor
 from causal_middleware.faults.families import FaultContext, FaultPlan, plan_fault
+from causal_middleware.faults.grammar import PLAIN_GRAMMAR, QuestionGrammar
 from causal_middleware.faults.model import (
     ALL_FAMILIES,
     ContentOutcome,
@@ -48,8 +52,8 @@ from causal_middleware.replay.adapter import AgentAdapter
 from causal_middleware.replay.protocol import ForkBackend
 from causal_middleware.spans.model import Outcome, Trajectory
 from causal_middleware.store.base import RunSummary, SpanStore
-from causal_middleware.world.model import Dataset, Question
-from causal_middleware.world.scoring import is_correct
+from causal_middleware.tasks.model import Dataset, Question
+from causal_middleware.tasks.scoring import is_correct
 
 RECORD_KIND = "intervention"
 BASE_LABEL = "fault_sweep.base"
@@ -85,6 +89,7 @@ class SweepEnvironment:
         can_fork: whether a stored base run can still be forked (its checkpoints exist).
         retriever: the retriever's name, part of every unit key.
         corpus: the dataset's :class:`FaultCorpus` (built on first use when None).
+        grammar: the questions' grammar, for faults phrased the way the corpus states facts.
         close: releases what the environment opened (call it when the sweeps are done).
     """
 
@@ -98,10 +103,11 @@ class SweepEnvironment:
     retriever: str = "bm25"
     corpus: FaultCorpus | None = None
     close: Callable[[], None] = field(default=lambda: None)
+    grammar: QuestionGrammar = PLAIN_GRAMMAR
 
     def fault_corpus(self) -> FaultCorpus:
         if self.corpus is None:
-            self.corpus = FaultCorpus.from_dataset(self.dataset)
+            self.corpus = FaultCorpus.from_dataset(self.dataset, grammar=self.grammar)
         return self.corpus
 
 
@@ -173,7 +179,8 @@ def _base_key(dataset: str, retriever: str, seed: int, question_id: str) -> str:
 
 def _replace_with(values: dict[str, Any]) -> Callable[[Any], dict[str, Any]]:
     def fault_output(_recorded: Any) -> dict[str, Any]:
-        return json.loads(json.dumps(values))  # a fresh copy per call
+        copy: dict[str, Any] = json.loads(json.dumps(values))  # a fresh copy per call
+        return copy
 
     return fault_output
 
@@ -391,14 +398,25 @@ def run_sweep(
     persistent: bool = False,
     workers: int = 2,
     progress: bool = False,
+    executor: Executor | None = None,
+    env_spec: EnvSpec | None = None,
+    follow_up: FollowUp | None = None,
 ) -> SweepResult:
     """Run (or resume) a sweep over ``questions`` (default: all of ``env.dataset``'s).
 
     ``persistent`` also writes a content-corruption, false-premise or stale passage into a private
     copy of the index for that fork (``env.scoped_index`` required). ``progress`` shows a rich
     progress bar on stderr. Returns a :class:`SweepResult`; the records are in ``env.store``.
+
+    ``executor`` runs the questions (default: ``workers`` threads). A remote one needs
+    ``env_spec``, the same agent as ``env`` rebuilt in each worker process; its runs and records
+    are imported into ``env.store``, and ``follow_up(worker_env, records)`` runs there after each
+    question's units, its records kept too. Results are those of the local executor.
     """
     _check(depths, families, workers)
+    executor = executor if executor is not None else ThreadExecutor(workers)
+    if executor.remote and env_spec is None:
+        raise ValueError(f"{executor!r} runs units in other processes: give run_sweep an env_spec")
     depths, families = list(dict.fromkeys(depths)), list(dict.fromkeys(families))
     given = list(questions) if questions is not None else list(env.dataset.questions)
     chosen = list({q.id: q for q in given}.values())
@@ -448,8 +466,14 @@ def run_sweep(
             plan.append((question, pending))
     with bar:
         task = bar.add_task("units", total=len(keys) - resumed)
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fault-sweep") as pool:
-            for batch in pool.map(lambda item: sweep.run_question(*item), plan):
+        if executor.remote:
+            assert env_spec is not None
+            worker = SweepWorker(env_spec, seed=seed, persistent=persistent, follow_up=follow_up)
+            for outcome in executor.map(worker, plan):
+                records.extend(_absorb(env.store, outcome, on_unit))
+                sweep.base_made += outcome.base_made
+        else:
+            for batch in executor.map(lambda item: sweep.run_question(*item), plan):
                 records.extend(batch)
     return SweepResult(
         dataset=env.dataset.name,
@@ -469,6 +493,22 @@ def run_sweep(
         keys=keys,
         records=records,
     )
+
+
+def _absorb(
+    store: SpanStore, outcome: QuestionOutcome, on_unit: Callable[[UnitRecord], None]
+) -> list[UnitRecord]:
+    """Keep what a worker sent back: its runs, then the unit records (as the local sweep writes
+    them), then the follow-up's records."""
+    for run in outcome.runs:
+        import_run(store, run)
+    for record in outcome.records:
+        run_id = record.fork_run_id or record.base_run_id or f"question:{record.question_id}"
+        store.put_record(RECORD_KIND, run_id, record.model_dump(mode="json"))
+        on_unit(record)
+    for extra in outcome.extra:
+        store.put_record(extra.kind, extra.run_id, extra.payload)
+    return outcome.records
 
 
 def base_run(env: SweepEnvironment, question: Question, *, seed: int = 0) -> Trajectory:

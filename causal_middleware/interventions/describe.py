@@ -41,7 +41,7 @@ def _get(value: Any, path: list[PathPart]) -> Any:
 
 
 def _differs(a: Any, b: Any, path: list[PathPart]) -> bool:
-    return _get(a, path) != _get(b, path)
+    return bool(_get(a, path) != _get(b, path))
 
 
 def _ids(value: Any) -> list[str]:

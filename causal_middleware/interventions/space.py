@@ -398,7 +398,7 @@ def _question(trajectory: Trajectory) -> str:
             if isinstance(item, list) and item:
                 first = item[0]
                 if isinstance(first, dict) and isinstance(first.get("content"), str):
-                    return first["content"]
+                    return str(first["content"])
                 if isinstance(first, str):
                     return first
         strings = [v for v in value.values() if isinstance(v, str)]

@@ -14,7 +14,7 @@ from causal_middleware.spans.model import Document
 
 _ENTITY = re.compile(r"\b[A-Z][\w'’-]*(?:[ ]+(?:(?:of|the|de|von|van|da|del|la|le)[ ]+)?[A-Z][\w'’-]*)*")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
-_WORD = re.compile(r"\w+")
+WORD = re.compile(r"\w+")
 
 
 def entities(text: str) -> list[str]:
@@ -41,8 +41,9 @@ _STOP = frozenset(
 )
 
 
-def _words(text: str) -> set[str]:
-    return {w.lower() for w in _WORD.findall(text or "")} - _STOP
+def content_words(text: str) -> set[str]:
+    """The lower-cased words of ``text`` that are not stopwords."""
+    return {w.lower() for w in WORD.findall(text or "")} - _STOP
 
 
 def similarity(a: str, b: str) -> float:
@@ -66,7 +67,7 @@ def fact_candidates(documents: list[Document], sub_query: str, current: str = ""
     names otherwise), then by how many words of the sub-query the sentence shares, then evidence
     order.
     """
-    query_words = _words(sub_query)
+    query_words = content_words(sub_query)
     query_names = {n.lower() for n in entities(sub_query)}
     titles = {str(d.metadata.get("title", "")).strip() for d in documents} - {""}
     wants_number = bool(_NUMERIC_QUESTION.search(sub_query))
@@ -76,7 +77,7 @@ def fact_candidates(documents: list[Document], sub_query: str, current: str = ""
         for sentence in _SENTENCE.split(doc.text):
             if not sentence.strip():
                 continue
-            overlap = len(_words(sentence) & query_words)
+            overlap = len(content_words(sentence) & query_words)
             for span in _sentence_spans(sentence, titles):
                 if span.lower() in query_names or span == current or span in ranked:
                     continue

@@ -157,7 +157,7 @@ def input_text(value: object) -> str:
     if isinstance(value, dict):
         for key in ("question", "input", "query"):
             if isinstance(value.get(key), str):
-                return value[key]
+                return str(value[key])
         strings = [v for v in value.values() if isinstance(v, str)]
         if len(strings) == 1:
             return strings[0]

@@ -21,17 +21,10 @@ from pydantic import BaseModel
 
 from causal_middleware.interventions.describe import change_target
 from causal_middleware.interventions.locate import state_update
-from causal_middleware.interventions.values import (  # noqa: F401 - re-exported
-    _ALIAS_PATTERNS,
-    _ENTITY,
-    _NUMBER,
-    _NUMERIC_QUESTION,
-    _SENTENCE,
-    _STOP,
-    _WORD,
-    _sentence_spans,
-    _words,
+from causal_middleware.interventions.values import (
+    WORD,
     alias_map,
+    content_words,
     entities,
     fact_candidates,
     interleave,
@@ -201,12 +194,12 @@ class OfflineProposer:
             )
             for other in ranked:
                 yield query.replace(name, other), f"sub-query names {other!r} instead of {name!r}"
-        known = _words(
+        known = content_words(
             input_text(trajectory.input or "")
             + " "
             + " ".join(d.text for h in trajectory.hops for d in h.documents)
         )
-        kept = [w for w in query.split() if _words(w) & known or not _words(w)]
+        kept = [w for w in query.split() if content_words(w) & known or not content_words(w)]
         if kept and len(kept) < len(query.split()):
             yield " ".join(kept), "sub-query re-anchored on words of the question and the evidence"
 
@@ -335,8 +328,8 @@ def later_findings(trajectory: Trajectory, hop_index: int) -> list[LaterFinding]
 
 
 def _relation_words(query: str) -> set[str]:
-    names = {w.lower() for n in entities(query) for w in _WORD.findall(n)}
-    return _words(query) - names
+    names = {w.lower() for n in entities(query) for w in WORD.findall(n)}
+    return content_words(query) - names
 
 
 def run_texts(trajectory: Trajectory) -> list[str]:

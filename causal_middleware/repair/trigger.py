@@ -268,7 +268,7 @@ class RepairQueue:
         self.results.append(result)
         with self._lock:
             self.stats.repaired += int(result.status == "repaired")
-        emit_repair_spans(self._tracer(), result, root_span_id(self.store, run_id))
+        emit_repair_spans(self._tracer(), result, root_span_id(self.store, run_id), trajectory=trajectory)
         if self.on_result is not None:
             self.on_result(run_id, judgement, result)
 
@@ -292,7 +292,8 @@ class RepairQueue:
         delay = 0.02
         for attempt in range(self.fetch_attempts):
             try:
-                return self.store.get_trajectory(run_id)
+                trajectory: Trajectory = self.store.get_trajectory(run_id)
+                return trajectory
             except KeyError:
                 if attempt == self.fetch_attempts - 1:
                     raise
@@ -302,7 +303,8 @@ class RepairQueue:
 
     def _tracer(self) -> trace.Tracer:
         if self.tracer_provider is not None:
-            return self.tracer_provider.get_tracer(TRACER_NAME)
+            tracer: trace.Tracer = self.tracer_provider.get_tracer(TRACER_NAME)
+            return tracer
         return trace.get_tracer(TRACER_NAME)
 
 
@@ -324,7 +326,8 @@ def _repair_callable(repairer: Any) -> Callable[[Trajectory, str | None], Repair
     takes_feedback = any(p.name == "feedback" or p.kind is p.VAR_KEYWORD for p in params)
 
     def call(trajectory: Trajectory, feedback: str | None) -> RepairResult:
-        return fn(trajectory, feedback=feedback) if takes_feedback else fn(trajectory)
+        result: RepairResult = fn(trajectory, feedback=feedback) if takes_feedback else fn(trajectory)
+        return result
 
     return call
 
@@ -340,8 +343,19 @@ def root_span_id(store: Any, run_id: str) -> str | None:
     return roots[0].span_id if roots else None
 
 
-def emit_repair_spans(tracer: trace.Tracer, result: RepairResult, root: str | None) -> None:
-    """A ``repair`` span (and a ``diagnosis`` child) in a new trace, linked to the failed run."""
+def emit_repair_spans(
+    tracer: trace.Tracer, result: RepairResult, root: str | None, *, trajectory: Trajectory | None = None
+) -> None:
+    """A ``repair`` span (and a ``diagnosis`` child) in a new trace, linked to the failed run. Each
+    carries a ``gen_ai.evaluation.result`` event saying what its span annotation says
+    (:mod:`causal_middleware.repair.verdicts`); ``trajectory`` (the failed run) names the blamed span."""
+    from causal_middleware.repair.verdicts import (
+        EVALUATION_EVENT,
+        crs_diagnosis_annotation,
+        evaluation_event,
+        repair_annotation,
+    )
+
     links = []
     if root is not None:
         context = SpanContext(
@@ -378,7 +392,10 @@ def emit_repair_spans(tracer: trace.Tracer, result: RepairResult, root: str | No
             attrs[A.CAUSAL_REPAIR_FORK_RUN_ID] = repair.fork_run_id
     with tracer.start_as_current_span(
         f"repair {result.run_id[:8]}", context=otel_context.Context(), links=links, attributes=attrs
-    ):
+    ) as repair_span:
+        verdict = repair_annotation(result, trajectory, root_span_id=root)
+        if verdict is not None:
+            repair_span.add_event(EVALUATION_EVENT, evaluation_event(verdict))
         flagged = result.crs.flagged
         diag: dict[str, Any] = {
             A.CAUSAL_SPAN_TYPE: "diagnosis",
@@ -392,5 +409,7 @@ def emit_repair_spans(tracer: trace.Tracer, result: RepairResult, root: str | No
             diag[A.CAUSAL_REPAIR_CRS] = flagged[0].crs or 0.0
             if flagged[0].hop is not None:
                 diag[A.CAUSAL_HOP_INDEX] = flagged[0].hop
-        with tracer.start_as_current_span("diagnosis", links=links, attributes=diag):
-            pass
+        with tracer.start_as_current_span("diagnosis", links=links, attributes=diag) as diagnosis_span:
+            blame = crs_diagnosis_annotation(result, trajectory, root_span_id=root)
+            if blame is not None:
+                diagnosis_span.add_event(EVALUATION_EVENT, evaluation_event(blame))

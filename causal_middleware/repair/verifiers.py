@@ -3,7 +3,7 @@
 Three kinds, pluggable wherever a :class:`Verifier` is taken:
 
 * :class:`ReferenceVerifier` - the answer against a reference (and aliases) with the project's
-  correctness rule (:func:`causal_middleware.world.scoring.is_correct`);
+  correctness rule (:func:`causal_middleware.tasks.scoring.is_correct`);
 * :class:`CallableVerifier` - any user function of the answer (or of the whole trajectory);
 * :class:`LLMOutcomeVerifier` - a chat model predicts the outcome from the question and answer.
 
@@ -23,8 +23,8 @@ from causal_middleware.repair.llm import call_model, input_text, parse_json, ren
 from causal_middleware.repair.models import RepairCost, Verdict
 from causal_middleware.repair.render import shorten
 from causal_middleware.spans.model import Trajectory
-from causal_middleware.world.model import Question
-from causal_middleware.world.scoring import is_correct
+from causal_middleware.tasks.model import Question
+from causal_middleware.tasks.scoring import is_correct
 
 
 @runtime_checkable
@@ -39,7 +39,7 @@ class ReferenceVerifier:
 
     The reference is ``reference`` when given, else the trajectory's own ``reference`` (a fork
     inherits its parent's reference only when the caller passes it: pass it for forks). Correct
-    means :func:`~causal_middleware.world.scoring.is_correct` against the reference and ``aliases``.
+    means :func:`~causal_middleware.tasks.scoring.is_correct` against the reference and ``aliases``.
     """
 
     def __init__(self, reference: str | None = None, aliases: Sequence[str] = ()) -> None:

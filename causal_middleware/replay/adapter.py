@@ -5,7 +5,7 @@ these documents", "hop 3's sub-query becomes this"); only the agent knows which 
 that and what its state update looks like. An :class:`AgentAdapter` answers with an
 :class:`~causal_middleware.spans.model.Intervention` (node + replacement output) that a
 :class:`~causal_middleware.replay.protocol.ForkBackend` applies. The reference agent ships one in
-``causal_middleware.integrations.langgraph.reference_agent``; users of other agents write theirs.
+``benchmarks.reference_agent``; users of other agents write theirs.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from causal_middleware.spans.model import Document
-from causal_middleware.world.model import Passage
+from causal_middleware.tasks.model import Passage
 
 
 class Hit(BaseModel):

@@ -3,7 +3,7 @@
 Both backends compute the same score, ``sum over query tokens of idf * tf * (k1 + 1) /
 (tf + k1 * (1 - b + b * len / avglen))`` with Lucene's idf ``ln(1 + (N - n + 0.5) / (n + 0.5))``
 (a repeated query token counts each time), so they rank identically. They differ in cost
-(measured by ``causal_middleware.bench.retrieval``):
+(measured by ``benchmarks.suites.retrieval``):
 
 - ``bm25s`` (default when installed): precomputed sparse score matrix, a query is a few numpy
   operations (0.5 ms of CPU at 100k passages). It has no in-place update, so ``upsert`` marks
@@ -28,7 +28,7 @@ from rank_bm25 import BM25Okapi
 
 from causal_middleware.retrieval.base import Hit, Index
 from causal_middleware.retrieval.tokenize import tokenize
-from causal_middleware.world.model import Passage
+from causal_middleware.tasks.model import Passage
 
 Backend = Literal["auto", "bm25s", "rank_bm25"]
 BACKENDS = ("bm25s", "rank_bm25")
@@ -155,7 +155,7 @@ class _Scorer:
         raise NotImplementedError
 
 
-class _OkapiLuceneIdf(BM25Okapi):
+class _OkapiLuceneIdf(BM25Okapi):  # type: ignore[misc]  # rank-bm25 ships no types
     """``BM25Okapi`` with Lucene's idf, ``ln(1 + (N - n + 0.5) / (n + 0.5))``.
 
     rank-bm25's own (ATIRE) idf is exactly zero for a term in half the documents and floored to a

@@ -29,7 +29,7 @@ import numpy as np
 from causal_middleware.retrieval.base import Hit, Index
 from causal_middleware.retrieval.bm25 import passage_document
 from causal_middleware.retrieval.tokenize import tokenize
-from causal_middleware.world.model import Passage
+from causal_middleware.tasks.model import Passage
 
 CACHE_ENV = "CAUSAL_MW_CACHE"
 DENSE_INSTALL_HINT = "pip install 'causal-middleware[dense]'"

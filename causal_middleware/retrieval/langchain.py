@@ -24,7 +24,7 @@ from opentelemetry import context as otel_context
 from pydantic import Field
 
 from causal_middleware.retrieval.base import Hit, Index
-from causal_middleware.world.model import Passage
+from causal_middleware.tasks.model import Passage
 
 _T = TypeVar("_T")
 

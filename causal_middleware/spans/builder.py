@@ -6,11 +6,11 @@ It follows the builder rules of ``docs/span-contract.md`` and is tolerant in two
   of the wrong type (a bad value is treated as absent, never raised);
 * foreign traces with no ``causal.*`` attributes at all (OpenInference instrumentors, TRAIL
   traces): the span type comes from ``openinference.span.kind`` (or ``gen_ai.operation.name``),
-  and when no hop spans or hop indices exist, hops are inferred: each retrieval round starts a
-  hop (together with the node span that encloses it, when that node started after the previous
-  hop's starter). A round is a retriever span (retrievers inside the same node span are one
-  round); a tool call starts one only in runs without retriever spans (agents that search
-  through tools), so a tool called while reading stays in its round.
+  and when no hop spans or hop indices exist, hops are inferred (:mod:`~causal_middleware.spans.rounds`):
+  each round starts a hop, with the node span that encloses its starter and the planner just
+  before it. A round is a retriever span (retrievers inside the same node span are one round);
+  without retrievers, an agent step (smolagents' ``Step N``) or a tool call (agents that search
+  through tools, chat logs), so a tool called while reading stays in its round.
 
 The helpers :func:`span_facts`, :func:`choose_root` and :func:`summarize_run` compute the run-level
 facts a store lists (``RunSummary``) from a few per-span facts, with exactly the rules the builder
@@ -49,6 +49,7 @@ from causal_middleware.spans.model import (
     Usage,
 )
 from causal_middleware.spans.record import SpanRecord
+from causal_middleware.spans.rounds import infer_hops, round_starters
 
 __all__ = [
     "JSON_LIST_ATTRIBUTES",
@@ -110,6 +111,7 @@ _COMMON_CONSUMED = {
 _CONSUMED: dict[str, set[str]] = {
     "node": {
         A.INPUT_VALUE,
+        A.CAUSAL_NODE_INPUT_REFS,
         A.OUTPUT_VALUE,
         A.INPUT_MIME_TYPE,
         A.OUTPUT_MIME_TYPE,
@@ -412,7 +414,7 @@ def summarize_run(run_id: str, facts: Sequence[SpanFacts], root: SpanRecord | No
     else:
         step_ids = {f.span_id for f in steps}
         types = {f.span_id: f.type for f in steps if f.type is not None}
-        n_hops = len(_round_starters([f.span_id for f in steps], _nearest_steps(ordered, step_ids), types))
+        n_hops = len(round_starters([f.span_id for f in steps], _nearest_steps(ordered, step_ids), types))
     answers = [f.answer_text for f in steps if f.type == "answer" and f.answer_text is not None]
     answer = answers[-1] if answers else (_output_answer(root.attributes) if root is not None else None)
     if answer is None:  # foreign traces: the outermost agent/chain span's output
@@ -739,27 +741,6 @@ def _hop_sub_query(steps: Sequence[Any]) -> str | None:
     return None
 
 
-def _round_starters(
-    positions: Sequence[str], parent_step: Mapping[str, str | None], types: Mapping[str, str]
-) -> list[str]:
-    """The steps that start a retrieval round, in order. With retriever steps in the run, each
-    retriever starts one (further retrievers inside the same node step belong to its round) and a
-    tool call does not (a calculator inside a reading step is part of that round); without any,
-    each tool call starts one (agents that search through tools)."""
-    retrievals = [s for s in positions if types.get(s) == "retrieval"]
-    if not retrievals:
-        return [s for s in positions if types.get(s) == "tool"]
-    starters: list[str] = []
-    previous: str | None = None
-    for span_id in retrievals:
-        parent = parent_step.get(span_id)
-        if starters and parent is not None and parent == previous and types.get(parent) == "node":
-            continue
-        starters.append(span_id)
-        previous = parent
-    return starters
-
-
 def _nearest_steps(facts: Sequence[SpanFacts], step_ids: set[str]) -> dict[str, str | None]:
     """Each step's nearest ancestor that is a step (None when it has none)."""
     by_id = {f.span_id: f for f in facts}
@@ -774,37 +755,6 @@ def _nearest_steps(facts: Sequence[SpanFacts], step_ids: set[str]) -> dict[str, 
     return out
 
 
-def _infer_hops(
-    ordered: Sequence[SpanFacts],
-    step_ids: set[str],
-    parent_step: Mapping[str, str | None],
-    types: Mapping[str, str],
-) -> dict[str, int]:
-    """Each retrieval round (see :func:`_round_starters`) starts a hop; its starter's enclosing
-    node joins that hop when the node started after the previous hop's starter. Returns step id
-    -> hop index."""
-    positions = [f.span_id for f in ordered if f.span_id in step_ids]
-    pos = {span_id: i for i, span_id in enumerate(positions)}
-    starters = _round_starters(positions, parent_step, types)
-    boundaries: list[int] = []
-    previous_starter = -1
-    for starter in starters:
-        begin = pos[starter]
-        parent = parent_step.get(starter)
-        if parent is not None and types.get(parent) == "node" and pos[parent] > previous_starter:
-            begin = pos[parent]
-        if boundaries:
-            begin = max(begin, boundaries[-1] + 1)
-        boundaries.append(begin)
-        previous_starter = pos[starter]
-    hop_of: dict[str, int] = {}
-    for span_id, position in pos.items():
-        index = sum(1 for b in boundaries if b <= position)
-        if index:
-            hop_of[span_id] = index
-    return hop_of
-
-
 def _run_input(root: SpanRecord, by_id: Mapping[str, SpanRecord], facts: Sequence[SpanFacts]) -> Any:
     """The root's ``input.value``; for foreign traces whose root has none, the outermost node's."""
     source = root
@@ -812,6 +762,65 @@ def _run_input(root: SpanRecord, by_id: Mapping[str, SpanRecord], facts: Sequenc
         outermost = _outermost(facts, root.span_id, lambda f: A.INPUT_VALUE in by_id[f.span_id].attributes)
         source = by_id[outermost.span_id] if outermost is not None else root
     return decode_json(source.attributes.get(A.INPUT_VALUE), source.attributes.get(A.INPUT_MIME_TYPE))
+
+
+_UNRESOLVED = object()
+
+
+def _input_refs(span: SpanRecord) -> list[list[Any]] | None:
+    refs = _json_list(span.attributes.get(A.CAUSAL_NODE_INPUT_REFS))
+    ok = all(
+        isinstance(r, list) and len(r) == 3 and isinstance(r[0], str) and isinstance(r[1], str) for r in refs
+    )
+    return refs if refs and ok else None
+
+
+def resolve_node_inputs(node_spans: Sequence[SpanRecord]) -> dict[str, dict[str, Any]]:
+    """The whole input of each node span that records its input as references
+    (``causal.node.input.refs``): every value written once in the run, named by digest by later
+    spans, lists grown from an earlier list plus a tail. Span id -> input; a value whose span is
+    missing (a partial trace) leaves its key out."""
+    values: dict[str, Any] = {}
+    extensions: dict[str, tuple[str, int, list[Any]]] = {}
+    parsed: list[tuple[str, list[list[Any]], dict[str, Any]]] = []
+    for span in node_spans:
+        refs = _input_refs(span)
+        if refs is None:
+            continue
+        explicit = decode_json(span.attributes.get(A.INPUT_VALUE), "application/json")
+        given = explicit if isinstance(explicit, dict) else {}
+        parsed.append((span.span_id, refs, given))
+        for key, digest, how in refs:
+            if how == 0 and key in given:
+                values.setdefault(digest, given[key])
+            elif isinstance(how, list) and len(how) == 2 and isinstance(given.get(key), list):
+                extensions.setdefault(digest, (str(how[0]), _int(how[1]) or 0, given[key]))
+
+    def value_of(digest: str) -> Any:
+        chain: list[str] = []  # extensions to apply, newest first, down to a value written whole
+        cursor = digest
+        while cursor not in values:
+            if cursor not in extensions or cursor in chain:
+                return _UNRESOLVED
+            chain.append(cursor)
+            cursor = extensions[cursor][0]
+        value = values[cursor]
+        for link in reversed(chain):
+            _, n, tail = extensions[link]
+            if not isinstance(value, list) or len(value) != n:
+                return _UNRESOLVED
+            value = values[link] = [*value, *tail]
+        return value
+
+    out: dict[str, dict[str, Any]] = {}
+    for span_id, refs, _ in parsed:
+        resolved = {}
+        for key, digest, _how in refs:
+            value = value_of(digest)
+            if value is not _UNRESOLVED:
+                resolved[key] = value
+        out[span_id] = resolved
+    return out
 
 
 def build_trajectory(spans: Sequence[SpanRecord], *, run_id: str | None = None) -> Trajectory:
@@ -865,10 +874,16 @@ def build_trajectory(spans: Sequence[SpanRecord], *, run_id: str | None = None) 
             is not None
         }
     else:
-        hop_of = _infer_hops(
-            ordered, step_ids, parent_step, {k: v for k, v in types.items() if v is not None}
+        hop_of = infer_hops(
+            [f.span_id for f in ordered if f.span_id in step_ids],
+            parent_step,
+            {k: v for k, v in types.items() if v is not None},
+            {s: by_id[s].name for s in step_ids},
         )
 
+    node_inputs = resolve_node_inputs(
+        [by_id[f.span_id] for f in ordered if types.get(f.span_id) == "node" and f.span_id in step_ids]
+    )
     steps: list[Any] = []
     node_of: dict[str, str | None] = {}
     for f in ordered:
@@ -882,6 +897,8 @@ def build_trajectory(spans: Sequence[SpanRecord], *, run_id: str | None = None) 
         if node is None and parent_step[f.span_id] is not None:
             node = node_of.get(parent_step[f.span_id])  # type: ignore[arg-type]
         node_of[f.span_id] = node
+        if f.span_id in node_inputs:
+            step.input = node_inputs[f.span_id]
         step.parent_step_id = parent_step[f.span_id]
         step.node = node
         step.hop = hop_of.get(f.span_id)

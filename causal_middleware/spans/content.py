@@ -22,6 +22,8 @@ import base64
 import binascii
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal, get_args
 
 from opentelemetry.sdk.trace import Event, ReadableSpan
@@ -144,18 +146,29 @@ def _email(match: re.Match[str]) -> str:
     return "[REDACTED_EMAIL]"
 
 
-Precheck = Callable[[str, str], bool]
+@dataclass(frozen=True)
+class Precheck:
+    """What a pattern needs before it can match: one of ``needles`` in the text (``lower``: in
+    the lower-cased text), or a text of at least ``min_length`` characters."""
+
+    needles: tuple[str, ...] = ()
+    lower: bool = False
+    min_length: int = 0
+
+    def __call__(self, text: str, low: str) -> bool:
+        if self.min_length:
+            return len(text) >= self.min_length
+        haystack = low if self.lower else text
+        return any(n in haystack for n in self.needles)
 
 
 def _has(*needles: str, lower: bool = False) -> Precheck:
     """A cheap substring test run before a pattern (``lower``: on the lower-cased text)."""
-    if lower:
-        return lambda text, low: any(n in low for n in needles)
-    return lambda text, low: any(n in text for n in needles)
+    return Precheck(needles=needles, lower=lower)
 
 
 def _longer_than(n: int) -> Precheck:
-    return lambda text, low: len(text) >= n
+    return Precheck(min_length=n)
 
 
 def _at_token_start(text: str, start: int) -> bool:
@@ -274,20 +287,100 @@ def _registered_names() -> tuple[frozenset[str], re.Pattern[str]]:
 _REGISTERED_EXACT, _REGISTERED_TEMPLATES = _registered_names()
 
 
+def _needle_scanner(lower: bool) -> re.Pattern[str]:
+    """One scan for every needle of the case-sensitive (or the lower-case) pre-checks. A lookahead
+    finds needles at every position, overlapping ones included; at a position the longest needle
+    is listed first, so every needle that occurs is a prefix of one found."""
+    needles = {n for check, _, _ in _REDACTIONS for n in check.needles if check.lower is lower}
+    ordered = sorted(needles, key=lambda n: (-len(n), n))
+    return re.compile("(?=(" + "|".join(re.escape(n) for n in ordered) + "))")
+
+
+_SCAN_TEXT, _SCAN_LOW = _needle_scanner(False), _needle_scanner(True)
+_NEEDLES_TEXT = frozenset(n for check, _, _ in _REDACTIONS for n in check.needles if not check.lower)
+_NEEDLES_LOW = frozenset(n for check, _, _ in _REDACTIONS for n in check.needles if check.lower)
+
+
+def _present(found: list[str], needles: frozenset[str]) -> set[str]:
+    """Every needle occurring, from the longest one found at each position."""
+    present = set(found)
+    for hit in found:
+        for needle in needles:
+            if len(needle) < len(hit) and hit.startswith(needle):
+                present.add(needle)
+    return present
+
+
+def _redact(text: str) -> str:
+    # the case-insensitive pre-checks read the original text: replacements add none of their
+    # needles; the case-sensitive ones read the text as earlier replacements left it
+    present_low = _present(_SCAN_LOW.findall(text.lower()), _NEEDLES_LOW)
+    present = _present(_SCAN_TEXT.findall(text), _NEEDLES_TEXT)
+    for check, pattern, replacement in _REDACTIONS:
+        if check.min_length:
+            if len(text) < check.min_length:
+                continue
+        elif not any(n in (present_low if check.lower else present) for n in check.needles):
+            continue
+        new = pattern.sub(replacement, text)
+        if new != text:
+            text = new
+            present = _present(_SCAN_TEXT.findall(text), _NEEDLES_TEXT)
+    return text
+
+
+_redact_short = lru_cache(maxsize=8192)(_redact)
+_CACHED_LENGTH = 512  # span attributes repeat across spans and runs (ids, names, queries, documents)
+
+
 def default_redactor(text: str) -> str:
     """Mask credentials and e-mail addresses: provider API keys (``sk-...``, ``sk-ant-...``, in any
     context), AWS access key ids and secret access keys, GitHub (``ghp_``, ``gho_``, ``ghs_``,
     ``github_pat_``), GitLab (``glpat-``) and Slack (``xox?-``) tokens, JWTs, ``Bearer`` and
-    ``Basic`` credentials, passwords in URLs, PEM private-key blocks (the whole body),
+    ``Basic`` credentials, passwords in URLs, PEM private keys (the whole body),
     ``name=value`` secrets (``api_key=``, ``password:``...) and e-mail addresses, plain or
-    URL-encoded. Each pattern runs only when a cheap substring pre-check finds its marker."""
+    URL-encoded. Each pattern runs only when its marker occurs: one scan finds every pattern's
+    markers at once; short texts' results are cached (they repeat across spans and runs)."""
     if len(text) < 6:
         return text
-    low = text.lower()  # for the case-insensitive pre-checks; replacements add none of their needles
-    for precheck, pattern, replacement in _REDACTIONS:
-        if precheck(text, low):
-            text = pattern.sub(replacement, text)
-    return text
+    if len(text) <= _CACHED_LENGTH:
+        return _redact_short(text)
+    return _redact(text)
+
+
+# Attributes whose values the instrumentation takes from a closed vocabulary or makes as ids: a
+# value of that shape cannot hold a secret, so the redactor skips it (any other value is redacted).
+_VOCABULARY = frozenset(
+    {"run", "hop", "node", "llm", "retrieval", "tool", "decision", "answer"}
+    | {"CHAIN", "AGENT", "LLM", "RETRIEVER", "TOOL", "DECISION", "EMBEDDING", "RERANKER", "UNKNOWN"}
+    | {"invoke_agent", "chat", "retrieval", "execute_tool", "text_completion"}
+    | {"text/plain", "application/json", "regenerate", "frozen", "replay", "success", "failure", "unknown"}
+)
+_ID_SHAPE = re.compile(r"[0-9a-f][0-9a-f\-]{7,63}")
+_CLOSED_VOCABULARY_KEYS = frozenset(
+    {
+        A.CAUSAL_SPAN_TYPE,
+        A.OPENINFERENCE_SPAN_KIND,
+        A.GEN_AI_OPERATION_NAME,
+        A.INPUT_MIME_TYPE,
+        A.OUTPUT_MIME_TYPE,
+        A.CAUSAL_LINEAGE_MODE,
+        A.CAUSAL_RUN_OUTCOME,
+    }
+)
+_ID_KEYS = frozenset(
+    {A.CAUSAL_CHECKPOINT_ID, A.CAUSAL_LINEAGE_PARENT_RUN_ID, A.CAUSAL_LINEAGE_FORK_CHECKPOINT_ID}
+)
+
+
+def needs_redaction(key: str, value: str) -> bool:
+    """False for a value the instrumentation made from a closed vocabulary or as an id (span
+    type, span kind, mime type, checkpoint id...) under its own key; True for everything else."""
+    if key in _CLOSED_VOCABULARY_KEYS:
+        return value not in _VOCABULARY
+    if key in _ID_KEYS:
+        return _ID_SHAPE.fullmatch(value) is None
+    return True
 
 
 def is_content_attribute(key: str) -> bool:
@@ -343,6 +436,9 @@ class ContentPolicy:
             if drop_content and is_content_attribute(key):
                 changed = True
                 continue
+            if isinstance(value, str) and not needs_redaction(key, value):
+                out[key] = value  # a closed-vocabulary value or an id: nothing to redact or cut
+                continue
             new, cut = self._value(value, cut_allowed=not is_structural_attribute(key))
             if cut:
                 truncated = True
@@ -353,7 +449,7 @@ class ContentPolicy:
 
     def filter_text(self, text: str) -> str:
         new, _ = self._value(text)
-        return new
+        return new if isinstance(new, str) else text
 
     def _value(self, value: Any, cut_allowed: bool = True) -> tuple[Any, bool]:
         if isinstance(value, str):

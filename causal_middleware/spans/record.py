@@ -41,14 +41,16 @@ class SpanRecord(BaseModel):
 
     @classmethod
     def from_readable(cls, span: Any) -> SpanRecord:
-        """Convert an OTel SDK ``ReadableSpan``."""
+        """Convert an OTel SDK ``ReadableSpan``. Built without validation: every field comes from
+        the SDK's own typed values (integer ids formatted to hex, enum names), which always fit
+        the model, and this runs for every span the store writes."""
         ctx = span.context
         parent = span.parent
-        return cls(
+        return cls.model_construct(
             trace_id=format(ctx.trace_id, "032x"),
             span_id=format(ctx.span_id, "016x"),
             parent_span_id=format(parent.span_id, "016x") if parent is not None else None,
-            name=span.name,
+            name=str(span.name),
             kind=span.kind.name,
             start_time_ns=span.start_time or 0,
             end_time_ns=span.end_time,
@@ -56,15 +58,15 @@ class SpanRecord(BaseModel):
             status_message=span.status.description,
             attributes={k: _plain(v) for k, v in (span.attributes or {}).items()},
             events=[
-                SpanEvent(
-                    name=e.name,
+                SpanEvent.model_construct(
+                    name=str(e.name),
                     time_ns=e.timestamp,
                     attributes={k: _plain(v) for k, v in (e.attributes or {}).items()},
                 )
                 for e in span.events
             ],
             links=[
-                SpanLink(
+                SpanLink.model_construct(
                     trace_id=format(link.context.trace_id, "032x"),
                     span_id=format(link.context.span_id, "016x"),
                     attributes={k: _plain(v) for k, v in (link.attributes or {}).items()},

@@ -23,6 +23,7 @@ from causal_middleware.spans.record import SpanRecord
 from causal_middleware.store._common import (
     Annotations,
     StoredRecord,
+    TrajectoryCache,
     check_label,
     check_limit,
     decode_span,
@@ -33,10 +34,10 @@ from causal_middleware.store._common import (
     normalize_outcome,
     outcome_matches,
     overlay,
+    read_trajectory,
     to_ns,
 )
 from causal_middleware.store.base import RunSummary, SpanStore
-from causal_middleware.store.stitch import stitch_from_store  # forks read back stitched (replayer)
 
 
 class InMemorySpanStore(SpanStore):
@@ -49,7 +50,7 @@ class InMemorySpanStore(SpanStore):
         self._annotations: dict[str, Annotations] = {}
         self._summaries: dict[str, RunSummary] = {}
         self._versions: dict[str, int] = {}
-        self._trajectories: dict[str, tuple[int, Trajectory]] = {}
+        self._cache = TrajectoryCache(1024)
         self._records: list[tuple[StoredRecord, str]] = []
         self._hidden: set[str] = set()  # traces that are not agent runs (repair, diagnosis, ...)
 
@@ -165,14 +166,24 @@ class InMemorySpanStore(SpanStore):
         with self._lock:
             self._require(run_id)
             version = self._versions[run_id]
-            cached = self._trajectories.get(run_id)
             annotations = self._annotations.get(run_id, Annotations())
-        if cached is not None and cached[0] == version:
-            return stitch_from_store(self.get_trajectory, cached[1].model_copy(deep=True))
-        trajectory = overlay(build_trajectory(self.get_spans(run_id), run_id=run_id), annotations)
+
+        def build() -> Trajectory:
+            return overlay(build_trajectory(self.get_spans(run_id), run_id=run_id), annotations)
+
+        return read_trajectory(
+            self._cache, run_id, version, build, self._ancestor_versions, self.get_trajectory
+        )
+
+    def _ancestor_versions(self, own: Trajectory) -> tuple[int | None, ...]:
+        versions: list[int | None] = []
+        cursor = own.lineage.parent_run_id if own.lineage is not None else None
         with self._lock:
-            self._trajectories[run_id] = (version, trajectory)
-        return stitch_from_store(self.get_trajectory, trajectory.model_copy(deep=True))
+            while cursor is not None and len(versions) < 64:
+                versions.append(self._versions.get(cursor))
+                summary = self._summaries.get(cursor)
+                cursor = summary.parent_run_id if summary is not None else None
+        return tuple(versions)
 
     # --- derived records -----------------------------------------------------------------
     def put_record(self, kind: str, run_id: str, payload: dict[str, Any]) -> str:

@@ -17,6 +17,12 @@ it right too) and ``runs_listing``, the index whose order is the listing's (newe
 without a start last, ties by run id). ``list_runs`` reads summary columns only, through these
 indexes, with the LIMIT applied in SQL whatever the filters, and pages by keyset (``after``).
 
+Version 2 packs the span columns (:mod:`causal_middleware.store._packing`): long string values
+and each distinct resource are stored once in ``blobs`` (content-addressed: documents repeat
+across runs, a run's spans share one resource), attribute names as short codes, longer JSON
+deflated; version 1 rows stay readable beside version 2 rows. A run written in one batch is
+summarised from the batch, not read back.
+
 Every SQLite error leaves as a one-line :class:`StoreError` naming the file and the real cause
 (:class:`StoreBusyError`, :class:`StoreFullError`, :class:`StoreReadOnlyError`,
 :class:`StoreCorruptError`). A file that cannot be written (read-only file, folder or media) is
@@ -32,8 +38,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -53,17 +58,26 @@ from causal_middleware.spans.record import SpanRecord
 from causal_middleware.store._common import (
     Annotations,
     StoredRecord,
+    TrajectoryCache,
     check_label,
     check_limit,
-    decode_span,
     dumps,
     effective_summary,
     encode_payload,
-    encode_span,
     label_matches,
     normalize_outcome,
     overlay,
+    read_trajectory,
     to_ns,
+)
+from causal_middleware.store._packing import (
+    RESOURCE_PREFIX,
+    blob_refs,
+    blob_text,
+    lift_blobs,
+    pack_json,
+    restore_blobs,
+    unpack_json,
 )
 from causal_middleware.store.base import (
     RunSummary,
@@ -75,9 +89,8 @@ from causal_middleware.store.base import (
     StoreReadOnlyError,
     match_run_prefix,
 )
-from causal_middleware.store.stitch import stitch_from_store  # forks read back stitched (replayer)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DEFAULT_BUSY_TIMEOUT_S = 30.0
 
 _SCHEMA_V1 = """
@@ -145,8 +158,15 @@ def _migrate_to_v1(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
 
 
+def _migrate_to_v2(conn: sqlite3.Connection) -> None:
+    # version 2 rows pack their columns (store/_packing.py); version 1 rows stay readable as they are
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS blobs (digest TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID"
+    )
+
+
 # MIGRATIONS[n] upgrades a database at version n-1 to version n.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_to_v1}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_to_v1, 2: _migrate_to_v2}
 # The sort key of the listing order: newest first, runs without a start last (SQLite sorts NULL
 # lowest, so ``coalesce`` to the smallest integer keeps them last in a descending scan).
 _MIN_NS = -9223372036854775807  # fits a 64-bit integer literal (-2**63 would be parsed as a real)
@@ -349,11 +369,13 @@ class SqliteSpanStore(SpanStore):
     ):
         self.path = str(path)
         self._lock = threading.RLock()
-        self._cache: OrderedDict[str, tuple[int, Trajectory]] = OrderedDict()
-        self._cache_size = cache_size
+        self._cache = TrajectoryCache(cache_size)
         self._in_memory = self.path == ":memory:" or self.path.startswith("file::memory:")
         self._key = f"sqlite-memory:{id(self)}"
         self._label_index: bool | None = None  # whether the file has run_labels (read-only old files may not)
+        self._blobs_table: bool | None = None  # whether the file has blobs (read-only version 1 files do not)
+        self._known_blobs: set[str] = set()
+        self._blob_cache: dict[str, str] = {}
         self.read_only = bool(read_only)
         self.open_mode = "memory" if self._in_memory else "rw"
         may_fall_back = False
@@ -509,9 +531,26 @@ class SqliteSpanStore(SpanStore):
 
     def _write(self, records: Sequence[SpanRecord], counters: Mapping[str, int] | None) -> None:
         rows = []
+        blobs: dict[str, bytes] = {}
+        resources: dict[str, str] = {}  # resource JSON -> its column value (one blob per resource)
+        last_resource: dict[str, Any] | None = None
+        resource_json = "{}"
+        in_batch: dict[str, tuple[dict[str, SpanFacts], dict[str, SpanRecord]]] = {}
         for r in records:  # encode everything first: a bad span aborts before any write
-            encoded = encode_span(r)
+            where = f"span {r.span_id} of trace {r.trace_id}"
+            attributes = dumps(lift_blobs(r.attributes, blobs, self._known_blobs), f"attributes of {where}")
+            events = dumps([e.model_dump() for e in r.events], f"events of {where}") if r.events else "[]"
+            links = dumps([link.model_dump() for link in r.links], f"links of {where}") if r.links else "[]"
+            if r.resource != last_resource:  # a run's spans share one resource: encoded once
+                last_resource, resource_json = r.resource, dumps(r.resource, f"resource of {where}")
+            resource = resources.get(resource_json)
+            if resource is None:  # a run's spans share one resource: one blob, a digest per row
+                refs = list(blob_refs(lift_blobs({"": resource_json}, blobs, self._known_blobs, min_chars=3)))
+                resource = resources[resource_json] = RESOURCE_PREFIX + refs[0] if refs else resource_json
             facts = span_facts(r)
+            in_batch.setdefault(r.trace_id, ({}, {}))
+            in_batch[r.trace_id][0][r.span_id] = facts
+            in_batch[r.trace_id][1][r.span_id] = r
             rows.append(
                 (
                     r.trace_id,
@@ -523,10 +562,10 @@ class SqliteSpanStore(SpanStore):
                     r.end_time_ns,
                     r.status_code,
                     r.status_message,
-                    encoded["attributes"],
-                    encoded["events"],
-                    encoded["links"],
-                    encoded["resource"],
+                    pack_json(attributes),
+                    pack_json(events),
+                    links,
+                    resource,
                     r.scope,
                     facts.type,
                     int(facts.declared_run),
@@ -534,12 +573,25 @@ class SqliteSpanStore(SpanStore):
                     facts.answer_text,
                 )
             )
+        new_blobs = list(blobs.items())
         increments = [(k, int(v)) for k, v in (counters or {}).items() if v]
         if not rows and not increments:
             return
         run_ids = list(dict.fromkeys(r.trace_id for r in records))
 
         def work() -> None:
+            if new_blobs:
+                self._conn.executemany("INSERT OR IGNORE INTO blobs (digest, value) VALUES (?, ?)", new_blobs)
+            stored_before: set[str] = set()
+            for start in range(0, len(run_ids), 500):  # runs this batch does not start
+                chunk = run_ids[start : start + 500]
+                marks = ", ".join("?" * len(chunk))
+                stored_before.update(
+                    row[0]
+                    for row in self._conn.execute(
+                        f"SELECT DISTINCT trace_id FROM spans WHERE trace_id IN ({marks})", chunk
+                    )
+                )
             if rows:
                 self._conn.executemany(
                     f"INSERT OR REPLACE INTO spans ({_SPAN_COLUMNS}, span_type, declared_run, hop_index, answer_text) "
@@ -547,7 +599,8 @@ class SqliteSpanStore(SpanStore):
                     rows,
                 )
                 for run_id in run_ids:
-                    self._refresh_run(run_id)
+                    # a run first seen in this batch is summarised from the batch, not read back
+                    self._refresh_run(run_id, None if run_id in stored_before else in_batch[run_id])
             if increments:
                 self._conn.execute(_META_TABLE)
                 self._conn.executemany(
@@ -557,6 +610,7 @@ class SqliteSpanStore(SpanStore):
                 )
 
         self._transaction(work, f"writing {len(rows)} spans" if rows else "writing health counters")
+        self._remember_blobs(d for d, _ in new_blobs)
 
     def read_health(self) -> dict[str, int]:
         with self._lock, self._reading("reading health counters"):
@@ -569,33 +623,19 @@ class SqliteSpanStore(SpanStore):
                 for row in self._conn.execute("SELECT key, value FROM meta ORDER BY key")
             }
 
-    def _refresh_run(self, run_id: str) -> None:
-        """Recompute the runs row of ``run_id`` from its spans and annotations (inside a transaction)."""
-        facts = [
-            SpanFacts(
-                span_id=row["span_id"],
-                parent_span_id=row["parent_span_id"],
-                start_time_ns=row["start_time_ns"],
-                end_time_ns=row["end_time_ns"],
-                type=row["span_type"],
-                declared_run=bool(row["declared_run"]),
-                hop_index=row["hop_index"],
-                answer_text=row["answer_text"],
-            )
-            for row in self._conn.execute(
-                "SELECT span_id, parent_span_id, start_time_ns, end_time_ns, span_type, declared_run, hop_index, "
-                "answer_text FROM spans WHERE trace_id = ?",
-                (run_id,),
-            )
-        ]
-        root_facts = choose_root(facts)
-        root = None
-        if root_facts is not None:
-            row = self._conn.execute(
-                f"SELECT {_SPAN_COLUMNS} FROM spans WHERE trace_id = ? AND span_id = ?",
-                (run_id, root_facts.span_id),
-            ).fetchone()
-            root = decode_span(row)
+    def _refresh_run(
+        self,
+        run_id: str,
+        batch: tuple[Mapping[str, SpanFacts], Mapping[str, SpanRecord]] | None = None,
+    ) -> None:
+        """Recompute the runs row of ``run_id`` from its spans and annotations (inside a
+        transaction); ``batch`` (facts and records by span id) when they are all its spans."""
+        if batch is not None:
+            facts = list(batch[0].values())
+            root_facts = choose_root(facts)
+            root = batch[1][root_facts.span_id] if root_facts is not None else None
+        else:
+            facts, root = self._stored_facts(run_id)
         existing = self._conn.execute("SELECT annotations FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         annotations = Annotations.model_validate_json(existing["annotations"]) if existing else Annotations()
         run_facts = summarize_run(run_id, facts, root)
@@ -636,6 +676,34 @@ class SqliteSpanStore(SpanStore):
             ),
         )
 
+    def _stored_facts(self, run_id: str) -> tuple[list[SpanFacts], SpanRecord | None]:
+        facts = [
+            SpanFacts(
+                span_id=row["span_id"],
+                parent_span_id=row["parent_span_id"],
+                start_time_ns=row["start_time_ns"],
+                end_time_ns=row["end_time_ns"],
+                type=row["span_type"],
+                declared_run=bool(row["declared_run"]),
+                hop_index=row["hop_index"],
+                answer_text=row["answer_text"],
+            )
+            for row in self._conn.execute(
+                "SELECT span_id, parent_span_id, start_time_ns, end_time_ns, span_type, declared_run, hop_index, "
+                "answer_text FROM spans WHERE trace_id = ?",
+                (run_id,),
+            )
+        ]
+        root_facts = choose_root(facts)
+        root = None
+        if root_facts is not None:
+            row = self._conn.execute(
+                f"SELECT {_SPAN_COLUMNS} FROM spans WHERE trace_id = ? AND span_id = ?",
+                (run_id, root_facts.span_id),
+            ).fetchone()
+            root = self._decode_rows([row])[0]
+        return facts, root
+
     def get_spans(self, run_id: str) -> list[SpanRecord]:
         self._await_pending(run_id)
         return self._read_spans(run_id)
@@ -648,7 +716,79 @@ class SqliteSpanStore(SpanStore):
             ).fetchall()
         if not rows:
             raise KeyError(f"unknown run {run_id!r}: span store {self.path} has no spans of it")
-        return [decode_span(row) for row in rows]
+        return self._decode_rows(rows)
+
+    def _remember_blobs(self, digests: Iterable[str]) -> None:
+        """Digests known to be in the file (blobs are never deleted): not sent again."""
+        self._known_blobs.update(digests)
+        if len(self._known_blobs) > 200_000:
+            self._known_blobs.clear()
+
+    def _blob_texts(self, digests: set[str]) -> dict[str, str]:
+        """The text of each blob named (cached: documents repeat across runs)."""
+        out = {d: self._blob_cache[d] for d in digests if d in self._blob_cache}
+        missing = [d for d in digests if d not in out]
+        for start in range(0, len(missing), 500):
+            chunk = missing[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            for digest, value in self._conn.execute(
+                f"SELECT digest, value FROM blobs WHERE digest IN ({marks})", chunk
+            ):
+                out[digest] = self._blob_cache[digest] = blob_text(value)
+        while len(self._blob_cache) > 4096:
+            self._blob_cache.pop(next(iter(self._blob_cache)))
+        return out
+
+    def _decode_rows(self, rows: Sequence[Any]) -> list[SpanRecord]:
+        """SpanRecords from stored rows of either layout (version 1 JSON text, version 2 packed)."""
+        decoded = []
+        wanted: set[str] = set()
+        for row in rows:
+            attributes = unpack_json(row["attributes"])
+            resource = row["resource"]
+            if isinstance(resource, str) and resource.startswith(RESOURCE_PREFIX):
+                wanted.add(resource[1:])
+            wanted.update(blob_refs(attributes))
+            decoded.append((row, attributes))
+        texts: dict[str, str] = {}
+        if wanted:
+            with self._lock, self._reading("reading stored values"):
+                texts = self._blob_texts(wanted) if self._has_blobs() else {}
+        out = []
+        for row, attributes in decoded:
+            resource = row["resource"]
+            if isinstance(resource, str) and resource.startswith(RESOURCE_PREFIX):
+                resource = texts.get(resource[1:], "{}")
+            out.append(
+                SpanRecord.model_validate(
+                    {
+                        "trace_id": row["trace_id"],
+                        "span_id": row["span_id"],
+                        "parent_span_id": row["parent_span_id"],
+                        "name": row["name"],
+                        "kind": row["kind"],
+                        "start_time_ns": row["start_time_ns"],
+                        "end_time_ns": row["end_time_ns"],
+                        "status_code": row["status_code"],
+                        "status_message": row["status_message"],
+                        "attributes": restore_blobs(attributes, texts),
+                        "events": unpack_json(row["events"]),
+                        "links": json.loads(row["links"]),
+                        "resource": json.loads(resource),
+                        "scope": row["scope"],
+                    }
+                )
+            )
+        return out
+
+    def _has_blobs(self) -> bool:
+        if self._blobs_table is None:
+            self._blobs_table = bool(
+                self._conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'blobs'"
+                ).fetchone()
+            )
+        return self._blobs_table
 
     # --- runs ----------------------------------------------------------------------------
     def list_runs(
@@ -857,29 +997,38 @@ class SqliteSpanStore(SpanStore):
 
     def get_trajectory(self, run_id: str) -> Trajectory:
         self._await_pending(run_id)
-        with self._lock:
-            with self._reading(f"reading run {run_id}"):
-                row = self._conn.execute(
-                    "SELECT version, annotations FROM runs WHERE run_id = ?", (run_id,)
+        with self._lock, self._reading(f"reading run {run_id}"):
+            row = self._conn.execute(
+                "SELECT version, annotations FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+        if row is None:
+            raise KeyError(f"unknown run {run_id!r}: span store {self.path} has no spans of it")
+        version = int(row["version"])
+
+        def build() -> Trajectory:
+            annotations = Annotations.model_validate_json(row["annotations"])
+            return overlay(build_trajectory(self._read_spans(run_id), run_id=run_id), annotations)
+
+        # stitching (outside the lock) reads the parent run through get_trajectory
+        return read_trajectory(
+            self._cache, run_id, version, build, self._ancestor_versions, self.get_trajectory
+        )
+
+    def _ancestor_versions(self, own: Trajectory) -> tuple[int | None, ...]:
+        """The versions of a fork's parent, its parent's parent...: what its stitched form reads."""
+        versions: list[int | None] = []
+        cursor = own.lineage.parent_run_id if own.lineage is not None else None
+        with self._lock, self._reading(f"reading the lineage of run {own.run_id}"):
+            while cursor is not None and len(versions) < 64:
+                found = self._conn.execute(
+                    "SELECT version, parent_run_id FROM runs WHERE run_id = ?", (cursor,)
                 ).fetchone()
-            if row is None:
-                raise KeyError(f"unknown run {run_id!r}: span store {self.path} has no spans of it")
-            cached = self._cache.get(run_id)
-            hit = cached[1] if cached is not None and cached[0] == row["version"] else None
-            if hit is not None:
-                self._cache.move_to_end(run_id)
-            else:
-                spans = self._read_spans(run_id)
-        if hit is not None:  # stitched outside the lock: stitching reads the parent run
-            return stitch_from_store(self.get_trajectory, hit.model_copy(deep=True))
-        annotations = Annotations.model_validate_json(row["annotations"])
-        trajectory = overlay(build_trajectory(spans, run_id=run_id), annotations)
-        with self._lock:
-            self._cache[run_id] = (row["version"], trajectory)
-            self._cache.move_to_end(run_id)
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-        return stitch_from_store(self.get_trajectory, trajectory.model_copy(deep=True))
+                if found is None:
+                    versions.append(None)
+                    break
+                versions.append(int(found["version"]))
+                cursor = found["parent_run_id"]
+        return tuple(versions)
 
     # --- derived records -----------------------------------------------------------------
     def put_record(self, kind: str, run_id: str, payload: dict[str, Any]) -> str:

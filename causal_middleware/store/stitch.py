@@ -166,13 +166,13 @@ def _find_fork_step(parent: Trajectory, node: str | None, step: int | None) -> N
 
 def _is_prefix(s: Any, fork_step: int, fork_start: Any) -> bool:
     if s.langgraph_step is not None:
-        return s.langgraph_step < fork_step
+        return bool(s.langgraph_step < fork_step)
     return fork_start is not None and s.start_time is not None and s.start_time < fork_start
 
 
 def _is_suffix(s: Any, fork_step: int, fork_end: Any) -> bool:
     if s.langgraph_step is not None:
-        return s.langgraph_step > fork_step
+        return bool(s.langgraph_step > fork_step)
     return fork_end is not None and s.start_time is not None and s.start_time > fork_end
 
 

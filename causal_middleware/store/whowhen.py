@@ -9,7 +9,8 @@ agent, with what it did in parentheses (``Orchestrator (-> WebSurfer)``; the age
 ``Orchestrator``).
 
 Each message becomes one step, in order (step ``i`` is ``history[i]``), named after its agent and
-carrying it as ``causal.node`` (``Step.node`` is the agent):
+carrying it as ``causal.node`` (``Step.node`` is the agent) and ``agent.name`` (so a diagnosis
+names the agent, :mod:`causal_middleware.attribution.targets`):
 
 * messages of agents that act on the environment (a name containing ``terminal`` or ``surfer``:
   ``Computer_terminal``, ``WebSurfer``, ``FileSurfer``, ``ComputerTerminal``) are tool steps, the
@@ -48,6 +49,7 @@ __all__ = [
     "whowhen_files",
 ]
 
+AGENT_NAME = "agent.name"  # OpenInference's agent attribute: the step's agent
 LABEL_MISTAKE_AGENT = "whowhen.mistake_agent"
 LABEL_MISTAKE_STEP = "whowhen.mistake_step"
 LABEL_SUBSET = "whowhen.subset"
@@ -158,7 +160,7 @@ def read_whowhen(path: str | os.PathLike[str]) -> list[SpanRecord]:
         agent = message_agent(message)
         content = message.get("content")
         text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, default=str)
-        attrs: dict[str, Any] = {A.CAUSAL_NODE: agent}
+        attrs: dict[str, Any] = {A.CAUSAL_NODE: agent, AGENT_NAME: agent}
         role = message.get("role")
         if isinstance(role, str):
             attrs["whowhen.role"] = role

@@ -1,12 +1,15 @@
 """Turning LangChain / LangGraph callback payloads into span attribute values.
 
-Pure functions (no OTel, no state), so they stay cheap and testable on their own.
+Pure functions (no OTel), so they stay cheap and testable on their own, and one per-run
+encoder (:class:`NodeInputEncoder`) that records node inputs as what changed.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -305,3 +308,81 @@ def route_choice(output: Any, options: Mapping[str, str] | None = None) -> list[
             key = str(item)
             out.append(options.get(key, key) if options else key)
     return out
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+
+
+class NodeInputEncoder:
+    """A run's node inputs recorded as what changed: each distinct value of a state key is written
+    once per run (in the ``input.value`` of the first node span that saw it); later node spans
+    name it by digest, and a list that grew (``operator.add`` channels: messages, evidence) is
+    written as the earlier list's digest plus its new tail. ``causal.node.input.refs`` lists one
+    ``[key, digest, how]`` per input key in order (see ``otel/attributes.yaml``); the trajectory
+    builder resolves them, so a node step's ``input`` is the whole state as before.
+
+    Strings are immutable, so their JSON is cached by identity (the same question, query and
+    passage objects travel from node to node); other values are serialised on every node start.
+    """
+
+    def __init__(self) -> None:
+        self._known: set[str] = set()
+        self._lists: dict[str, tuple[str, list[str]]] = {}  # key -> (digest, element JSON) last seen
+        self._strings: dict[int, tuple[str, str]] = {}  # id -> (the string, its JSON)
+        self._lock = threading.Lock()  # a run's parallel branches start nodes on several threads
+
+    def _json(self, value: Any) -> str:
+        if type(value) is str:
+            hit = self._strings.get(id(value))
+            if hit is not None and hit[0] is value:
+                return hit[1]
+            text = to_json(value)
+            self._strings[id(value)] = (value, text)
+            return text
+        return to_json(value)
+
+    def attributes(self, inputs: Any) -> dict[str, Any]:
+        """``input.value`` / ``input.mime_type`` / ``causal.node.input.refs`` for one node start;
+        a non-mapping input (or one with non-string keys) is written whole, as before."""
+        if not isinstance(inputs, Mapping) or not all(type(k) is str for k in inputs):
+            return value_attributes(A.INPUT_VALUE, A.INPUT_MIME_TYPE, inputs)
+        with self._lock:
+            return self._encode(inputs)
+
+    def _encode(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        explicit: list[str] = []
+        refs: list[list[Any]] = []
+        for key, value in inputs.items():
+            if isinstance(value, list):
+                elements = [self._json(v) for v in value]
+                text = "[" + ", ".join(elements) + "]"
+                digest = _digest(text)
+                previous = self._lists.get(key)
+                self._lists[key] = (digest, elements)
+                if digest in self._known:
+                    refs.append([key, digest, 1])
+                    continue
+                self._known.add(digest)
+                if previous is not None and 0 < len(previous[1]) <= len(elements):
+                    n = len(previous[1])
+                    if previous[0] in self._known and elements[:n] == previous[1]:
+                        explicit.append(f"{json.dumps(key, ensure_ascii=False)}: [{', '.join(elements[n:])}]")
+                        refs.append([key, digest, [previous[0], n]])
+                        continue
+                explicit.append(f"{json.dumps(key, ensure_ascii=False)}: {text}")
+                refs.append([key, digest, 0])
+                continue
+            text = self._json(value)
+            digest = _digest(text)
+            if digest in self._known:
+                refs.append([key, digest, 1])
+                continue
+            self._known.add(digest)
+            explicit.append(f"{json.dumps(key, ensure_ascii=False)}: {text}")
+            refs.append([key, digest, 0])
+        return {
+            A.INPUT_VALUE: "{" + ", ".join(explicit) + "}",
+            A.INPUT_MIME_TYPE: "application/json",
+            A.CAUSAL_NODE_INPUT_REFS: json.dumps(refs, ensure_ascii=False, separators=(",", ":")),
+        }

@@ -37,7 +37,7 @@ from langgraph.pregel import Pregel
 from .markers import is_hop_marked, is_side_effecting_marked
 
 try:  # ToolNode moved between packages over time; tolerate either location
-    from langgraph.prebuilt import ToolNode
+    from langgraph.prebuilt import ToolNode as ToolNode
 except ImportError:  # pragma: no cover - langgraph-prebuilt is a langgraph dependency
     ToolNode = ()  # type: ignore[assignment,misc]
 
@@ -145,7 +145,7 @@ def _is_hop_like(bound: Any) -> bool:
     return has_tool and not has_model
 
 
-def _walk(graph: Pregel, depth: int = 0) -> Iterator[tuple[str, Any, int]]:
+def _walk(graph: Pregel[Any, Any, Any, Any], depth: int = 0) -> Iterator[tuple[str, Any, int]]:
     """(node name, node runnable, depth) for every node, subgraphs included."""
     for name, node in graph.nodes.items():
         if name == START:
@@ -161,7 +161,7 @@ def _tools_of(bound: Any) -> list[BaseTool]:
     return [r for r in references(bound) if isinstance(r, BaseTool)]
 
 
-def _tail_nodes(graph: Pregel) -> frozenset[str]:
+def _tail_nodes(graph: Pregel[Any, Any, Any, Any]) -> frozenset[str]:
     builder = getattr(graph, "builder", None)
     if builder is None:
         return frozenset()
@@ -189,7 +189,7 @@ def _branch_names(bname: str, spec: Any) -> set[str]:
     return names
 
 
-def _routers(graph: Pregel) -> frozenset[tuple[str, str]]:
+def _routers(graph: Pregel[Any, Any, Any, Any]) -> frozenset[tuple[str, str]]:
     found: set[tuple[str, str]] = set()
     for src, branches in (getattr(getattr(graph, "builder", None), "branches", None) or {}).items():
         for bname, spec in branches.items():
@@ -200,7 +200,7 @@ def _routers(graph: Pregel) -> frozenset[tuple[str, str]]:
     return frozenset(found)
 
 
-def _router_ends(graph: Pregel) -> dict[tuple[str, str], dict[str, str]]:
+def _router_ends(graph: Pregel[Any, Any, Any, Any]) -> dict[tuple[str, str], dict[str, str]]:
     out: dict[tuple[str, str], dict[str, str]] = {}
     for src, branches in (getattr(getattr(graph, "builder", None), "branches", None) or {}).items():
         for bname, spec in branches.items():
@@ -215,7 +215,7 @@ def _router_ends(graph: Pregel) -> dict[tuple[str, str], dict[str, str]]:
 
 
 def analyze_graph(
-    graph: Pregel,
+    graph: Pregel[Any, Any, Any, Any],
     *,
     hop_nodes: Iterable[str] | None = None,
     answer_nodes: Iterable[str] | None = None,

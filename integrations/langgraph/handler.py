@@ -27,6 +27,7 @@ import asyncio
 import functools
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, cast
@@ -43,6 +44,7 @@ from causal_middleware.spans import attributes as A
 from causal_middleware.spans.health import health
 
 from .extract import (
+    NodeInputEncoder,
     answer_text,
     document_attributes,
     goto_targets,
@@ -143,12 +145,12 @@ def _finish(span: Span, error: BaseException | None = None, end_ns: int | None =
 def outcome_attributes(answer: Any, reference: Any) -> dict[str, Any]:
     """``causal.run.outcome`` derived at record time: ``success``/``failure`` when the run has a
     reference (``config["metadata"]["causal_reference"]``) and produced an answer, judged by the
-    project's correctness rule (:func:`causal_middleware.world.scoring.answer_matches`); nothing
+    project's correctness rule (:func:`causal_middleware.tasks.scoring.answer_matches`); nothing
     otherwise. An outcome set later with ``store.annotate()`` overrides it. Never raises."""
     if reference is None or not isinstance(answer, str) or not answer.strip():
         return {}
     try:
-        from causal_middleware.world.scoring import answer_matches
+        from causal_middleware.tasks.scoring import answer_matches
 
         ok = answer_matches(answer, str(reference))
     except Exception as exc:  # fail open: an outcome is a nicety, never a reason to break a run
@@ -246,6 +248,7 @@ class CausalCallbackHandler(BaseCallbackHandler):
         self._expected: OrderedDict[UUID, RunRef] = OrderedDict()
         self._lock = threading.Lock()
         self._last_run_id: str | None = None
+        self._encoders: weakref.WeakKeyDictionary[RunState, NodeInputEncoder] = weakref.WeakKeyDictionary()
 
     # --- API used by InstrumentedGraph and the node wrapper ------------------------------
     def expect_run(self, lc_run_id: UUID, ref: RunRef) -> None:
@@ -430,10 +433,23 @@ class CausalCallbackHandler(BaseCallbackHandler):
             attrs[A.SESSION_ID] = run.session_id
         if name in self.info.side_effecting:
             attrs[A.CAUSAL_NODE_SIDE_EFFECTING] = True
-        attrs.update(value_attributes(A.INPUT_VALUE, A.INPUT_MIME_TYPE, inputs))
+        attrs.update(self._node_input(run, inputs))
         span = self._tracer.start_span(name, context=ctx, attributes=attrs)
         node.span = span
         self._register(run_id, _Entry("node", span, trace.set_span_in_context(span, Context()), run, node))
+
+    def _node_input(self, run: RunState, inputs: Any) -> dict[str, Any]:
+        """The node's input as what changed since the run's earlier node spans (fail-open: the
+        whole input when encoding fails)."""
+        try:
+            with self._lock:
+                encoder = self._encoders.get(run)
+                if encoder is None:
+                    encoder = self._encoders[run] = NodeInputEncoder()
+            return encoder.attributes(inputs)
+        except Exception as exc:
+            health.record_error("handler.node_input", exc)
+            return value_attributes(A.INPUT_VALUE, A.INPUT_MIME_TYPE, inputs)
 
     def _start_decision(self, run_id: UUID, parent: _Entry, md: Mapping[str, Any], name: str) -> None:
         attrs = self._child_attributes(parent, with_ns=False, session=False)
@@ -543,6 +559,8 @@ class CausalCallbackHandler(BaseCallbackHandler):
                 if leftover is not None and leftover.span is not None and leftover.span.is_recording():
                     leftover.span.end()
             run.finish()
+            with self._lock:
+                self._encoders.pop(run, None)
             self._emit_answer(run)
             if error is None:
                 span.set_attributes(value_attributes(A.OUTPUT_VALUE, A.OUTPUT_MIME_TYPE, outputs))

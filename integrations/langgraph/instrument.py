@@ -59,11 +59,9 @@ def _open_store(store: Any) -> tuple[SpanStore | None, bool]:
     if isinstance(store, SpanStore):
         return store, False
     if isinstance(store, str | os.PathLike):
-        try:
-            from causal_middleware.store.sqlite import SqliteSpanStore
-        except ImportError as exc:  # pragma: no cover - the store ships with the package
-            raise ImportError("store=<path> needs causal_middleware.store.sqlite.SqliteSpanStore") from exc
-        return SqliteSpanStore(store), True
+        from causal_middleware.store.open import open_store  # a postgresql:// URL or a SQLite path
+
+        return open_store(store), True
     raise TypeError(f"store must be a path, a SpanStore or None, got {type(store).__name__}")
 
 
@@ -311,6 +309,12 @@ class InstrumentedGraph:
             if self._closed:
                 return
             self._closed = True
+        drain = getattr(self._on_failure, "drain", None)  # a durable enqueuer: runs still to enqueue
+        if callable(drain):
+            try:
+                drain(self._budget.remaining())
+            except Exception as exc:
+                health.record_error("instrument.shutdown", exc)
         try:
             if self._owns_provider:
                 self._provider.shutdown()
@@ -349,7 +353,8 @@ def instrument(
 
     Args:
         graph: a compiled graph (``StateGraph(...).compile()``, ``create_agent(...)``).
-        store: where runs are kept: a SQLite path (default ``causal_runs.db``), a ``SpanStore``, or None.
+        store: where runs are kept: a SQLite path (default ``causal_runs.db``), a ``postgresql://``
+            URL (the shared Postgres store, ``[postgres]`` extra), a ``SpanStore``, or None.
         hop_nodes: nodes whose every execution starts a hop; default: inferred (docs/instrumentation.md).
         side_effecting: node or tool names that act on the world.
         otlp_endpoint, otlp_protocol: OTLP destination (``"http/protobuf"`` or ``"grpc"``); default
@@ -364,8 +369,10 @@ def instrument(
         on_failure: where finished runs are handed to be judged and, when failed, repaired in the
             background: an object with ``submit(run_id)`` that never blocks (a
             ``causal_middleware.repair.RepairQueue``), or a callable taking the instrumented graph
-            and returning one (so the queue's repairs can fork this very graph). Also settable
-            later as ``instrumented.on_failure``.
+            and returning one (so the queue's repairs can fork this very graph), or ``"enqueue"``:
+            only enqueue finished runs in the store's durable queue for ``causal-mw worker``
+            processes (needs a ``postgresql://`` store). Also settable later as
+            ``instrumented.on_failure``.
         state_keys: node -> the state key that holds the node's retrieved documents, for nodes
             whose update holds them under several keys (diagnosis says when it needs one).
         shutdown_timeout: the most seconds ``shutdown()`` (and so process exit) spends writing
@@ -432,6 +439,10 @@ def instrument(
         shutdown_budget=budget,
     )
     instrumented.state_keys = keys
+    if on_failure == "enqueue":  # durable queue in the store, repaired by `causal-mw worker`
+        from causal_middleware.repair.enqueue import DurableEnqueuer
+
+        on_failure = DurableEnqueuer(span_store)
     if on_failure is not None:
         has_submit = callable(getattr(on_failure, "submit", None))
         instrumented.on_failure = (

@@ -55,7 +55,7 @@ class RetrieverLookup:
         return self.index
 
 
-def _compiled(graph: Any) -> Pregel:
+def _compiled(graph: Any) -> Pregel[Any, Any, Any, Any]:
     """The compiled graph behind ``graph``: a ``Pregel``, or an ``InstrumentedGraph``'s original."""
     if isinstance(graph, Pregel):
         return graph

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks.world.generator import generate_world
 from causal_middleware.retrieval.bm25 import BM25Index
 from causal_middleware.retrieval.langchain import IndexRetriever
-from causal_middleware.world.generator import generate_world
-from causal_middleware.world.model import Dataset
+from causal_middleware.tasks.model import Dataset
 
 
 @pytest.fixture(scope="session")

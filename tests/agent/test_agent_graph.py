@@ -7,17 +7,17 @@ from typing import Any
 from uuid import UUID
 
 import pytest
-from causal_middleware.integrations.langgraph.reference_agent import (
+from langchain_core.callbacks import BaseCallbackHandler
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from benchmarks.models.offline import OfflineChatModel
+from benchmarks.reference_agent import (
     NODES,
     build_reference_agent,
     prompts,
     run_question,
 )
-from langchain_core.callbacks import BaseCallbackHandler
-from langgraph.checkpoint.sqlite import SqliteSaver
-
-from causal_middleware.models.offline import OfflineChatModel
-from causal_middleware.world.scoring import is_correct
+from causal_middleware.tasks.scoring import is_correct
 
 
 def test_answers_most_toy_questions_and_records_every_hop(toy_world, toy_retriever):

@@ -4,17 +4,17 @@ bridge entity that no retrieved passage mentions makes it re-check the fact that
 from __future__ import annotations
 
 import pytest
-from causal_middleware.integrations.langgraph.reference_agent import (
+from test_fork import _solved_two_hop, _trajectory_like, checkpoint_before
+from test_offline_model import decide_prompt_text, read_prompt_text, reply
+
+from benchmarks.models.offline import OfflineChatModel, Susceptibility
+from benchmarks.reference_agent import (
     ReferenceAgentAdapter,
     build_reference_agent,
     run_question,
 )
-from test_fork import _solved_two_hop, _trajectory_like, checkpoint_before
-from test_offline_model import decide_prompt_text, read_prompt_text, reply
-
-from causal_middleware.models.offline import OfflineChatModel, Susceptibility
 from causal_middleware.spans.model import Document
-from causal_middleware.world.scoring import is_correct
+from causal_middleware.tasks.scoring import is_correct
 
 CHECKER = OfflineChatModel(susceptibility=Susceptibility.robust())
 TRUSTING = OfflineChatModel(

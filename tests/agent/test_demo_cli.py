@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 
 import pytest
-from causal_middleware.integrations.langgraph.reference_agent import (
+
+from benchmarks.cli import demo as demo_module
+from benchmarks.models.offline import OfflineChatModel
+from benchmarks.reference_agent import (
     REFERENCE_ANSWER_NODES,
     REFERENCE_HOP_NODES,
     build_reference_agent,
     run_question,
 )
-
-from causal_middleware.cli import demo as demo_module
 from causal_middleware.cli.main import main
-from causal_middleware.models.offline import OfflineChatModel
 from causal_middleware.store.memory import InMemorySpanStore
 from causal_middleware.store.sqlite import SqliteSpanStore
 
@@ -114,7 +114,7 @@ def test_instrumented_agent_hops_line_up_with_its_state(toy_world, toy_retriever
 
 @pytest.mark.parametrize("kind", ["bm25"])
 def test_build_world_agent_picks_the_offline_model(toy_world, kind):
-    from causal_middleware.integrations.langgraph.reference_agent import build_world_agent
+    from benchmarks.reference_agent import build_world_agent
 
     agent = build_world_agent(toy_world, retriever=kind)
     run = run_question(agent, toy_world.questions[0])

@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from causal_middleware.integrations.langgraph.reference_agent import (
+
+from benchmarks.models.offline import OfflineChatModel, Susceptibility
+from benchmarks.reference_agent import (
     ReferenceAgentAdapter,
     answer_now_update,
     build_reference_agent,
@@ -15,11 +17,9 @@ from causal_middleware.integrations.langgraph.reference_agent import (
     run_question,
     subquery_update,
 )
-
-from causal_middleware.models.offline import OfflineChatModel, Susceptibility
+from benchmarks.world.templates import sub_query
 from causal_middleware.spans.model import Document, Hop, NodeStep, Trajectory
-from causal_middleware.world.scoring import is_correct
-from causal_middleware.world.templates import sub_query
+from causal_middleware.tasks.scoring import is_correct
 
 
 def checkpoint_before(agent: Any, config: dict[str, Any], node: str, occurrence: int) -> Any:

@@ -6,9 +6,9 @@ import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import ValidationError
 
-from causal_middleware.models.offline import OfflineChatModel, Susceptibility, count_tokens
-from causal_middleware.models.offline_prompts import read_prompt
-from causal_middleware.world.model import HopGold, Question
+from benchmarks.models.offline import OfflineChatModel, Susceptibility, count_tokens
+from benchmarks.models.offline_prompts import read_prompt
+from causal_middleware.tasks.model import HopGold, Question
 
 QUESTION = "Where was the founder of Velmora Industries born?"
 
@@ -293,7 +293,7 @@ def test_simulate_mode_rejects_unknown_questions():
 
 
 def test_prompt_conventions_match_the_reference_agent_prompts():
-    from causal_middleware.integrations.langgraph.reference_agent import prompts
+    from benchmarks.reference_agent import prompts
 
     hops = [
         {"sub_query": "Who founded Velmora Industries?", "fact": "Tavin Oruko", "notes": ["a note"]},

@@ -11,10 +11,10 @@ The right hop of every failure is known here by construction, which is what the 
   pattern with the exact subject; ``sloppy`` also accepts a subject sharing the first word, the way
   a model confuses near-namesakes) and finally ``answer`` (the last fact, or "unknown" when the
   chain broke). An empty read re-queries the same sub-query while the hop budget lasts.
-* **Backend** - runs are emitted as contract spans through a real OTel ``TracerProvider`` into a
-  real :class:`InMemorySpanStore` and read back as the store's :class:`Trajectory`. ``fork`` keeps
-  the recorded prefix, applies the replacement at the fork step, then runs the suffix live
-  (``regenerate``) or returns recorded outputs for every later node not in ``rerun``
+* **Backend** - a :class:`causal_middleware.testing.FakeForkBackend`: runs land as contract spans
+  in a real :class:`InMemorySpanStore` and are read back as the store's :class:`Trajectory`;
+  ``fork`` keeps the recorded prefix, applies the replacement at the fork step, then runs the
+  suffix live (``regenerate``) or returns recorded outputs for every later node not in ``rerun``
   (``frozen``; default re-run set: the answer node).
 * **Faults** - :func:`inject` forks a successful base run with the faulted output at a hop and
   labels it with a certified :class:`FaultLabel`, like the project's fault injector.
@@ -22,7 +22,6 @@ The right hop of every failure is known here by construction, which is what the 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,21 +31,16 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from opentelemetry import context as otel_context
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from pydantic import Field
 
 from causal_middleware.attribution import DiagnosisContext
 from causal_middleware.faults.model import CorruptionRecord, FaultLabel
 from causal_middleware.retrieval.bm25 import BM25Index
-from causal_middleware.spans import attributes as A
-from causal_middleware.spans.model import Document, Intervention, Lineage, Outcome, Trajectory
+from causal_middleware.spans.model import Trajectory
 from causal_middleware.store.base import SpanStore
-from causal_middleware.store.memory import InMemorySpanStore
-from causal_middleware.world.model import HopGold, Passage, Question
-from causal_middleware.world.scoring import is_correct
+from causal_middleware.tasks.model import HopGold, Passage, Question
+from causal_middleware.tasks.scoring import answer_matches
+from causal_middleware.testing import FakeForkBackend, FakeRun, Node, ScriptedAdapter, ScriptedAgent
 
 CHAINS = [
     # work, org, person, place, person near-namesake (+ birthplace), org near-namesake (+ founder)
@@ -195,10 +189,42 @@ class SimAgent:
     k: int = 3
     sloppy: bool = False
     budget_slack: int = 0
-    executions: int = 0
+
+    def scripted(self) -> ScriptedAgent:
+        """This program as a :class:`ScriptedAgent` (hop = the hop about to run; answer has none)."""
+
+        def route(state: dict[str, Any], node: str, output: dict[str, Any]) -> str | None:
+            return apply(
+                state, node, output, self.budget(state["question"]), len(plan_of(state["question"])[1])
+            )
+
+        return ScriptedAgent(
+            nodes=[
+                Node("decide", lambda s: self.node("decide", s)),
+                Node(
+                    "retrieve",
+                    lambda s: self.node("retrieve", s),
+                    query=lambda s: s["sub_query"],
+                    retriever="bm25",
+                ),
+                Node("read", lambda s: self.node("read", s)),
+                Node("answer", lambda s: self.node("answer", s), answer_key="answer"),
+            ],
+            entry="decide",
+            route=route,
+            start=lambda question: {
+                "question": question,
+                "hops": [],
+                "facts": [],
+                "position": 0,
+                "sub_query": "",
+                "evidence": [],
+            },
+            hop_of=lambda state, node: len(state["hops"]) + 1 if node != "answer" else None,
+            name="attribution-sim",
+        )
 
     def node(self, name: str, state: dict[str, Any]) -> dict[str, Any]:
-        self.executions += 1
         start, plan = plan_of(state["question"])
         if name == "decide":
             template, _ = TEMPLATES[plan[state["position"]]]
@@ -269,229 +295,22 @@ def apply(state: dict[str, Any], node: str, output: dict[str, Any], budget: int,
     raise KeyError(node)
 
 
-Executed = list[tuple[str, int | None, dict[str, Any]]]
-
-
-@dataclass
-class SimRun:
-    trajectory: Trajectory
-    question: Question
-    executed: Executed
-
-
-class SimBackend:
-    """ForkBackend over :class:`SimAgent`; every run also lands in a real in-memory span store."""
+class SimBackend(FakeForkBackend):
+    """The fake fork backend over :class:`SimAgent`; runs are judged against their question."""
 
     def __init__(self, agent: SimAgent, store: SpanStore | None = None) -> None:
-        self.agent = agent
-        self.store: SpanStore = store if store is not None else InMemorySpanStore()
-        self.provider = TracerProvider()
-        self.provider.add_span_processor(SimpleSpanProcessor(self.store))
-        self.runs: dict[str, SimRun] = {}
-        self.forks = 0
+        super().__init__(agent.scripted(), store, judge=answer_matches)
+        self.questions: dict[str, Question] = {}
 
-    def run(self, question: Question) -> Trajectory:
-        return self._execute(question, [], None, None, None)
+    def run(self, question: Question) -> Trajectory:  # type: ignore[override]
+        self.questions[question.text] = question
+        return super().run(question.text, reference=question.answer)
 
-    def fork(
-        self,
-        run_id: str,
-        *,
-        hop: int | None = None,
-        node: str | None = None,
-        step: int | None = None,
-        values: dict[str, Any] | None = None,
-        update: Any = None,
-        mode: str = "regenerate",
-        rerun: list[str] | None = None,
-        allow_side_effects: bool = False,
-        intervention_kind: str = "replace",
-        labels: dict[str, Any] | None = None,
-    ) -> Trajectory:
-        if run_id not in self.runs:
-            raise KeyError(f"unknown run {run_id}")
-        if mode not in ("regenerate", "frozen"):
-            raise ValueError(f"unsupported mode {mode!r}")
-        self.forks += 1
-        parent = self.runs[run_id]
-        at = next(
-            (i for i, (name, h, _) in enumerate(parent.executed) if name == node and h == hop),
-            None,
-        )
-        if at is None:
-            raise KeyError(f"run {run_id} has no step node={node} hop={hop}")
-        fixed = parent.executed[:at] + [(node, hop, dict(values or {}))]
-        frozen = None
-        if mode == "frozen":
-            frozen = {(name, h): out for name, h, out in parent.executed[at + 1 :]}
-            frozen["__rerun__"] = set(rerun or ["answer"])  # type: ignore[assignment]
-        lineage = Lineage(
-            parent_run_id=run_id,
-            fork_hop=hop,
-            fork_node=node,
-            fork_step=at + 1,
-            mode=mode,  # type: ignore[arg-type]
-            intervention=Intervention(kind=intervention_kind, node=node, hop=hop, values=dict(values or {})),
-        )
-        return self._execute(parent.question, fixed, frozen, lineage, labels)
-
-    def _execute(
-        self,
-        question: Question,
-        fixed: Executed,
-        frozen: dict[Any, Any] | None,
-        lineage: Lineage | None,
-        labels: dict[str, Any] | None,
-    ) -> Trajectory:
-        state: dict[str, Any] = {
-            "question": question.text,
-            "hops": [],
-            "facts": [],
-            "position": 0,
-            "sub_query": "",
-            "evidence": [],
-        }
-        budget = self.agent.budget(question.text)
-        n_plan = len(plan_of(question.text)[1])
-        executed: Executed = []
-        nxt: str | None = "decide"
-        i = 0
-        while nxt is not None:
-            hop = len(state["hops"]) + 1 if nxt != "answer" else None
-            if i < len(fixed):
-                name, _, output = fixed[i]
-                assert name == nxt, f"prefix diverged: {name} vs {nxt}"
-            elif frozen is not None and nxt not in frozen["__rerun__"] and (nxt, hop) in frozen:
-                output = frozen[(nxt, hop)]
-            else:
-                output = self.agent.node(nxt, state)
-            executed.append((nxt, hop, output))
-            nxt = apply(state, nxt, output, budget, n_plan)
-            i += 1
-        own_from = len(fixed) if lineage is not None else 0
-        frozen_nodes = set()
-        if frozen is not None:
-            frozen_nodes = {
-                i
-                for i, (name, h, _) in enumerate(executed)
-                if i >= own_from and name not in frozen["__rerun__"]
-            }
-        trajectory = self._emit(question, executed, state, lineage, labels, own_from, frozen_nodes)
-        self.runs[trajectory.run_id] = SimRun(trajectory, question, executed)
-        return trajectory
-
-    def _emit(
-        self,
-        question: Question,
-        executed: Executed,
-        state: dict[str, Any],
-        lineage: Lineage | None,
-        labels: dict[str, Any] | None,
-        own_from: int = 0,
-        frozen_nodes: set[int] | None = None,
-    ) -> Trajectory:
-        """Emit the run's spans and read the run back from the store.
-
-        A fork emits only what it ran itself (steps after the intervened one), numbered like the
-        replayer's forks: langgraph steps continue the parent's, steps before the fork's first own
-        hop carry no hop, own hops count from 1; frozen nodes are marked and have no children. The
-        store stitches the parent's prefix and the intervened step back on when reading it.
-        """
-        tracer = self.provider.get_tracer("attribution-sim")
-        fork_hop = lineage.fork_hop or 0 if lineage is not None else 0
-        answer = state.get("answer")
-        run_attrs = {
-            A.CAUSAL_SPAN_TYPE: "run",
-            A.OPENINFERENCE_SPAN_KIND: "CHAIN",
-            A.GEN_AI_OPERATION_NAME: "invoke_agent",
-            A.CAUSAL_RUN_GRAPH: "attribution-sim",
-            A.INPUT_VALUE: question.text,
-            A.OUTPUT_VALUE: str(answer),
-        }
-        with tracer.start_as_current_span(
-            "attribution-sim", context=otel_context.Context(), attributes=run_attrs
-        ) as root:
-            run_id = format(root.get_span_context().trace_id, "032x")
-            hop_span: Any = None
-            current_hop: int | None = None
-            sub_query = ""
-            for n, (name, real_hop, output) in enumerate(executed, start=1):
-                if name == "decide":
-                    sub_query = output.get("sub_query", "")
-                if n - 1 < own_from:
-                    continue
-                hop = real_hop - fork_hop if real_hop is not None and real_hop > fork_hop else None
-                if lineage is None:
-                    hop = real_hop
-                if hop != current_hop:
-                    if hop_span is not None:
-                        hop_span.end()
-                        hop_span = None
-                    current_hop = hop
-                    if hop is not None:
-                        hop_span = tracer.start_span(
-                            f"hop {hop}", attributes={A.CAUSAL_SPAN_TYPE: "hop", A.CAUSAL_HOP_INDEX: hop}
-                        )
-                parent = trace.set_span_in_context(hop_span) if hop_span is not None else None
-                common: dict[str, Any] = {A.CAUSAL_NODE: name, A.CAUSAL_LANGGRAPH_STEP: n}
-                if hop is not None:
-                    common[A.CAUSAL_HOP_INDEX] = hop
-                node_attrs = {
-                    **common,
-                    A.CAUSAL_SPAN_TYPE: "node",
-                    A.OUTPUT_VALUE: json.dumps(output),
-                    A.OUTPUT_MIME_TYPE: "application/json",
-                }
-                frozen_here = frozen_nodes is not None and (n - 1) in frozen_nodes
-                if frozen_here:
-                    node_attrs[A.CAUSAL_NODE_FROZEN] = True
-                with tracer.start_as_current_span(name, context=parent, attributes=node_attrs):
-                    if name == "retrieve" and not frozen_here:
-                        attrs = {**common, A.CAUSAL_SPAN_TYPE: "retrieval", A.INPUT_VALUE: sub_query}
-                        for j, d in enumerate(output.get("evidence", [])):
-                            attrs[A.indexed(A.RETRIEVAL_DOCUMENTS_DOCUMENT_ID, j)] = d["id"]
-                            attrs[A.indexed(A.RETRIEVAL_DOCUMENTS_DOCUMENT_CONTENT, j)] = d["text"]
-                            if d.get("score") is not None:
-                                attrs[A.indexed(A.RETRIEVAL_DOCUMENTS_DOCUMENT_SCORE, j)] = float(d["score"])
-                        tracer.start_span("bm25", attributes=attrs).end()
-                    if name == "answer":
-                        answer_attrs = {
-                            **common,
-                            A.CAUSAL_SPAN_TYPE: "answer",
-                            A.CAUSAL_ANSWER_TEXT: output["answer"],
-                        }
-                        tracer.start_span("answer", attributes=answer_attrs).end()
-            if hop_span is not None:
-                hop_span.end()
-        ok = is_correct(answer, question)
-        self.store.annotate(
-            run_id,
-            reference=question.answer,
-            outcome=Outcome.SUCCESS if ok else Outcome.FAILURE,
-            labels=labels,
-            lineage=lineage,
-        )
-        return self.store.get_trajectory(run_id)
+    def question_of(self, run_id: str) -> Question:
+        return self.questions[self.runs[run_id].input]
 
 
-class SimAdapter:
-    """AgentAdapter of the simulated agent: sub-query -> decide, evidence -> retrieve, fact -> read."""
-
-    def subquery_update(self, trajectory: Trajectory, hop: int, sub_query: str) -> Intervention:
-        return Intervention(node="decide", hop=hop, values={"sub_query": sub_query})
-
-    def evidence_update(self, trajectory: Trajectory, hop: int, documents: list[Document]) -> Intervention:
-        evidence = [
-            {"id": d.id, "text": d.text, "score": d.score, "title": d.metadata.get("title", "")}
-            for d in documents
-        ]
-        return Intervention(node="retrieve", hop=hop, values={"evidence": evidence})
-
-    def answer_now_update(self, trajectory: Trajectory, hop: int) -> Intervention:
-        raise NotImplementedError("the simulated agent decides when to answer itself")
-
-    def fact_update(self, trajectory: Trajectory, hop: int, fact: str) -> Intervention:
-        return Intervention(node="read", hop=hop, values={"fact": fact})
+SimAdapter = ScriptedAdapter  # sub-query -> decide, evidence -> retrieve, fact -> read
 
 
 @dataclass
@@ -526,8 +345,8 @@ def make_world(
 
 
 def _evidence_at(world: World, run_id: str, hop: int) -> list[dict[str, Any]]:
-    run = world.backend.runs[run_id]
-    return next(out["evidence"] for name, h, out in run.executed if name == "retrieve" and h == hop)
+    run: FakeRun = world.backend.runs[run_id]
+    return next(s.output["evidence"] for s in run.steps if s.node == "retrieve" and s.hop == hop)
 
 
 def _doc(p: Passage, text: str | None = None) -> dict[str, Any]:
@@ -566,8 +385,7 @@ def inject(
     corrupt_to: str | None = None,
 ) -> Trajectory:
     """Fork successful ``base`` with ``family``'s fault at ``hop``; the fork carries its FaultLabel."""
-    run = world.backend.runs[base.run_id]
-    question = run.question
+    question = world.backend.question_of(base.run_id)
     gold = question.hops[hop - 1]
     evidence = _evidence_at(world, base.run_id, hop)
     corruption = None

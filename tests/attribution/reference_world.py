@@ -7,10 +7,9 @@ is how the test drives the CLI (in-process; the loader caches the module by path
 
 from __future__ import annotations
 
-from causal_middleware.integrations.langgraph.reference_agent import build_world_agent, make_index
-
+from benchmarks.reference_agent import build_world_agent, make_index
+from benchmarks.world.generator import generate_world
 from causal_middleware.retrieval.langchain import IndexRetriever
-from causal_middleware.world.generator import generate_world
 
 dataset = generate_world(12, seed=0)
 index = make_index("bm25", dataset)

@@ -13,7 +13,7 @@ from causal_middleware.attribution.hops import hop_views
 from causal_middleware.cli.main import main
 from causal_middleware.spans.model import Document
 from causal_middleware.store.sqlite import SqliteSpanStore
-from causal_middleware.world.scoring import is_correct
+from causal_middleware.tasks.scoring import is_correct
 
 MODULE = Path(__file__).with_name("reference_world.py")
 
@@ -21,13 +21,14 @@ MODULE = Path(__file__).with_name("reference_world.py")
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
     from causal_middleware.integrations.langgraph.instrument import instrument
-    from causal_middleware.integrations.langgraph.reference_agent import (
+    from causal_middleware.integrations.langgraph.replayer import Replayer, load_graph
+
+    from benchmarks.reference_agent import (
         REFERENCE_ANSWER_NODES,
         REFERENCE_HOP_NODES,
         ReferenceAgentAdapter,
         run_question,
     )
-    from causal_middleware.integrations.langgraph.replayer import Replayer, load_graph
 
     world = load_graph(f"{MODULE}:graph")  # the module the CLI will load, cached by path
     module = next(m for m in sys.modules.values() if getattr(m, "__file__", None) == str(MODULE))
@@ -130,7 +131,7 @@ def test_cli_diagnose_with_graph(live, capsys) -> None:
             "--index",
             f"{MODULE}:index",
             "--adapter",
-            "causal_middleware.integrations.langgraph.reference_agent.adapter:ReferenceAgentAdapter",
+            "benchmarks.reference_agent.adapter:ReferenceAgentAdapter",
             "--json",
             "--store",
             live["path"],

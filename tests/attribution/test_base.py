@@ -16,7 +16,7 @@ from causal_middleware.attribution import (
     register,
 )
 from causal_middleware.repair.verifiers import ReferenceVerifier
-from causal_middleware.world.model import Question
+from causal_middleware.tasks.model import Question
 
 ALL = [
     "rule",
@@ -30,6 +30,7 @@ ALL = [
     "iterative_llm",
     "crs",
     "path_aware",
+    "information_flow",
 ]
 
 

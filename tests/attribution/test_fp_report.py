@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from benchmarks.suites.fp_report import FPUnit, build_results, render_markdown, write_report
 from causal_middleware.attribution.base import Diagnosis, DiagnosisCost
-from causal_middleware.bench.fp_report import FPUnit, build_results, render_markdown, write_report
 from causal_middleware.evaluation.stats import bootstrap_ci, mcnemar_exact, paired_comparison
 from causal_middleware.faults.model import FaultLabel
 

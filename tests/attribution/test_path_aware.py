@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from attribution_sim import World, context_for, faulted_run, inject, make_world
 
+from benchmarks.suites.fp_report import FPUnit, build_results
 from causal_middleware.attribution import DiagnosisContext, get_diagnoser
-from causal_middleware.bench.fp_report import FPUnit, build_results
 from causal_middleware.faults.model import FaultLabel
 from causal_middleware.spans.model import Trajectory
-from causal_middleware.world.scoring import is_correct
+from causal_middleware.tasks.scoring import is_correct
 
 FAMILIES = (
     "empty_retrieval",

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from causal_middleware.bench.agent import AgentAnswer, format_agent_table, run_agent_accuracy_bench
+from benchmarks.suites.agent import AgentAnswer, format_agent_table, run_agent_accuracy_bench
+from benchmarks.world.generator import generate_world
 from causal_middleware.cli.main import main
-from causal_middleware.world.generator import generate_world
-from causal_middleware.world.model import Dataset, Question
+from causal_middleware.tasks.model import Dataset, Question
 
 
 def test_accuracy_by_hop_count_and_skipped_retrievers() -> None:

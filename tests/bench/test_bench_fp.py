@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from causal_middleware.attribution.base import Diagnosis, DiagnosisCost
-from causal_middleware.bench.fp import (
+from benchmarks.suites.fp import (
     DIAGNOSIS_RECORD,
     check_targets,
     default_diagnosers,
@@ -17,7 +16,8 @@ from causal_middleware.bench.fp import (
     run_fp_bench,
     write_fp_report,
 )
-from causal_middleware.bench.fp_report import FPUnit, build_results
+from benchmarks.suites.fp_report import FPUnit, build_results
+from causal_middleware.attribution.base import Diagnosis, DiagnosisCost
 from causal_middleware.cli.main import main
 from causal_middleware.faults.model import FaultLabel
 from causal_middleware.store.sqlite import SqliteSpanStore
@@ -83,10 +83,9 @@ def test_bench_fp_resumes_from_the_store(
 
 def test_diagnosers_see_a_blinded_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """Whatever reaches a diagnoser carries no fault label, lineage or reference."""
-    from causal_middleware.integrations.langgraph.reference_agent.adapter import reference_sweep_environment
-
+    from benchmarks.reference_agent.adapter import reference_sweep_environment
+    from benchmarks.world.generator import generate_world
     from causal_middleware.attribution.coverage import CoverageDiagnoser
-    from causal_middleware.world.generator import generate_world
 
     seen = []
     original = CoverageDiagnoser.diagnose
@@ -138,7 +137,7 @@ def test_parse_spec_and_make_diagnoser() -> None:
     ],
 )
 def test_bad_arguments_fail_before_any_agent_runs(kwargs: dict, message: str) -> None:
-    from causal_middleware.world.generator import generate_world
+    from benchmarks.world.generator import generate_world
 
     def never(dataset, store):  # type: ignore[no-untyped-def]
         raise AssertionError("the agent must not be built for bad arguments")
@@ -222,9 +221,9 @@ def test_write_fp_report_names_files_beside_the_json(tmp_path: Path) -> None:
 def test_memoized_encoder_encodes_each_query_once_with_the_same_vectors() -> None:
     import numpy as np
 
-    from causal_middleware.bench.fp import MemoizedEncoder
+    from benchmarks.suites.fp import MemoizedEncoder
+    from benchmarks.world.generator import generate_world
     from causal_middleware.retrieval.dense import DenseIndex, HashingEncoder
-    from causal_middleware.world.generator import generate_world
 
     class Counting(HashingEncoder):
         calls: list[int] = []
@@ -285,7 +284,7 @@ def test_a_judge_model_runs_the_llm_diagnosers(
 
 
 def test_a_claude_judge_needs_an_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    from causal_middleware.cli.bench import load_judge
+    from benchmarks.cli.bench import load_judge
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(ValueError, match="needs \\$ANTHROPIC_API_KEY"):

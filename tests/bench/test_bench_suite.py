@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from causal_middleware.bench.suite import SIZES, SUITE_ORDER, SuiteEntry, run_suite
-from causal_middleware.cli import bench as bench_cli
+from benchmarks.cli import bench as bench_cli
+from benchmarks.suites.suite import SIZES, SUITE_ORDER, SuiteEntry, run_suite
 from causal_middleware.cli.main import build_parser, main
 
 

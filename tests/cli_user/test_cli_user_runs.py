@@ -47,7 +47,7 @@ def test_the_outcome_fails_open(user_agent: Path, tmp_path: Path, monkeypatch) -
     no outcome and the error is counted in the health record."""
     from causal_middleware.integrations.langgraph.replayer import load_graph
 
-    import causal_middleware.world.scoring as scoring
+    import causal_middleware.tasks.scoring as scoring
 
     def broken(*args: Any, **kwargs: Any) -> bool:
         raise RuntimeError("scoring is broken")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from causal_middleware.integrations.langgraph.reference_agent.graph import (
+from benchmarks.reference_agent.graph import (
     REFERENCE_ANSWER_NODES,
     REFERENCE_HOP_NODES,
     build_world_agent,
@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from causal_middleware import instrument
 from causal_middleware.store.memory import InMemorySpanStore
-from causal_middleware.world.generator import generate_world
+from benchmarks.world.generator import generate_world
 
 pytestmark = [pytest.mark.collector, pytest.mark.xdist_group("phoenix")]
 

@@ -106,7 +106,9 @@ def test_cli_on_the_recorded_thread(recorded, workspace: Workspace, tmp_path, ca
 
 
 def test_the_core_package_does_not_import_langgraph() -> None:
-    code = "import sys, causal_middleware.context, causal_middleware.context.bench; print('langgraph' in sys.modules)"
+    code = (
+        "import sys, causal_middleware.context, benchmarks.context.bench; print('langgraph' in sys.modules)"
+    )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()

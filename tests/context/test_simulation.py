@@ -6,12 +6,12 @@ from collections import Counter
 
 import pytest
 
+from benchmarks.context.simulation import domain_names, generate_benchmark, get_domain
+from benchmarks.context.simulation.generator import dumps
+from benchmarks.context.simulation.schema import TIERS
+from benchmarks.context.simulation.verification import CHECKS, verify_benchmark, verify_trace
 from causal_middleware.context.conversation import NodeType
 from causal_middleware.context.root_cause import FaultCategory
-from causal_middleware.context.simulation import domain_names, generate_benchmark, get_domain
-from causal_middleware.context.simulation.generator import dumps
-from causal_middleware.context.simulation.schema import TIERS
-from causal_middleware.context.simulation.verification import CHECKS, verify_benchmark, verify_trace
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from causal_middleware.cli.main import main
-from causal_middleware.context.bench import run_context_bench
-from causal_middleware.context.kit import (
+from benchmarks.context.bench import run_context_bench
+from benchmarks.context.kit import (
     Kit,
     KitError,
     generate_kit_benchmark,
@@ -19,9 +18,10 @@ from causal_middleware.context.kit import (
     resolve_kit,
     run_kit_bench,
 )
+from benchmarks.context.simulation.generator import dumps
+from benchmarks.context.simulation.verification import verify_benchmark
+from causal_middleware.cli.main import main
 from causal_middleware.context.root_cause import FaultCategory
-from causal_middleware.context.simulation.generator import dumps
-from causal_middleware.context.simulation.verification import verify_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 KIT = ROOT / "examples" / "travel_kit" / "kit.yaml"

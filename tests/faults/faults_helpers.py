@@ -7,8 +7,9 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from causal_middleware.integrations.langgraph.reference_agent.adapter import reference_sweep_environment
-
+from benchmarks.reference_agent.adapter import reference_sweep_environment
+from benchmarks.world.generator import generate_world
+from benchmarks.world.grammar import WORLD_GRAMMAR
 from causal_middleware.faults.corpus import FaultCorpus
 from causal_middleware.faults.eligibility import search_hops
 from causal_middleware.faults.sweep import SweepEnvironment, base_run, run_sweep
@@ -16,9 +17,8 @@ from causal_middleware.spans import attributes as A
 from causal_middleware.spans.model import Document, Hop, RetrievalStep, Trajectory
 from causal_middleware.store.memory import InMemorySpanStore
 from causal_middleware.store.stitch import executed_node_steps
-from causal_middleware.world.generator import generate_world
-from causal_middleware.world.model import Dataset, HopGold, Passage, Question
-from causal_middleware.world.scoring import is_correct
+from causal_middleware.tasks.model import Dataset, HopGold, Passage, Question
+from causal_middleware.tasks.scoring import is_correct
 
 
 @functools.cache
@@ -75,7 +75,8 @@ def corpus(*items: tuple[str, str, str, str]) -> FaultCorpus:
         [
             Passage(id=pid, title=entity, text=text, metadata={"entity": entity, "type": etype})
             for pid, entity, etype, text in items
-        ]
+        ],
+        grammar=WORLD_GRAMMAR,
     )
 
 

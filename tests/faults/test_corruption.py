@@ -17,7 +17,7 @@ from causal_middleware.faults.corruption import (
 from causal_middleware.faults.families import FaultContext, plan_fault
 from causal_middleware.faults.model import UnitRecord
 from causal_middleware.faults.report import build_report
-from causal_middleware.world.scoring import token_set
+from causal_middleware.tasks.scoring import token_set
 
 CORPUS = corpus(
     ("p1", "Velmora Industries", "org", "Velmora Industries was founded by Arla Venn."),

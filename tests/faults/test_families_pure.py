@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 from faults_helpers import doc, question, trajectory
 
+from benchmarks.world.grammar import WORLD_GRAMMAR
 from causal_middleware.faults.corpus import FaultCorpus
 from causal_middleware.faults.families import FaultContext, hop_target, plan_fault
+from causal_middleware.faults.grammar import CONFIDENCE_MARKERS
 from causal_middleware.spans.model import Document, Intervention, Trajectory
-from causal_middleware.world.model import Passage
-from causal_middleware.world.scoring import token_set
-from causal_middleware.world.templates import CONFIDENCE_MARKERS
+from causal_middleware.tasks.model import Passage
+from causal_middleware.tasks.scoring import token_set
 
 
 class RecordingAdapter:
@@ -57,7 +58,8 @@ CORPUS = FaultCorpus(
             relations=["employer"],
         ),
         _passage("p8", "Oren Dulc", "person", "Oren Dulc is a painter."),
-    ]
+    ],
+    grammar=WORLD_GRAMMAR,
 )
 BORN = question(
     "Port Tessaly", [("Where was Arla Venn born?", "Port Tessaly", "born_in")], "Where was Arla Venn born?"
@@ -99,7 +101,9 @@ def test_irrelevant_documents_share_no_token_with_the_gold_value_or_subject() ->
         assert not token_set(f"{passage.title} {passage.text}") & (
             token_set("Port Tessaly") | token_set("Arla Venn")
         )
-    tiny = FaultCorpus([_passage("p1", "Arla Venn", "person", "Arla Venn was born in Port Tessaly.")])
+    tiny = FaultCorpus(
+        [_passage("p1", "Arla Venn", "person", "Arla Venn was born in Port Tessaly.")], grammar=WORLD_GRAMMAR
+    )
     skipped = plan_fault(
         "irrelevant_documents", _ctx(BORN, "Where was Arla Venn born?", [], "Port Tessaly", tiny), 1
     )

@@ -7,16 +7,16 @@ import contextvars
 import threading
 
 import pytest
-from causal_middleware.integrations.langgraph.reference_agent.adapter import ReferenceAgentAdapter
 from faults_helpers import make_env, small_world
 
+from benchmarks.reference_agent.adapter import ReferenceAgentAdapter
 from causal_middleware.faults.model import FaultLabel
 from causal_middleware.faults.persistent import ScopedIndex, corrupted_copy
 from causal_middleware.faults.sweep import RECORD_KIND, iter_units, latest_records, run_sweep, unit_key
 from causal_middleware.retrieval.bm25 import BM25Index
 from causal_middleware.store.stitch import own_steps
-from causal_middleware.world.model import Passage
-from causal_middleware.world.scoring import is_correct
+from causal_middleware.tasks.model import Passage
+from causal_middleware.tasks.scoring import is_correct
 
 
 def _question(qid: str):  # type: ignore[no-untyped-def]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from causal_middleware.integrations.langgraph.overhead_bench import build_bench_graph, run_overhead_bench
+
+from benchmarks.suites.overhead_bench import build_bench_graph, run_overhead_bench
 
 
 def test_bench_graph_takes_three_hops_to_the_answer() -> None:

@@ -269,7 +269,7 @@ def test_missing_api_key_is_a_clear_error(monkeypatch):
 
 
 def test_select_chat_model(monkeypatch):
-    from causal_middleware.models.offline import OfflineChatModel
+    from benchmarks.models.offline import OfflineChatModel
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     assert isinstance(select_chat_model(), OfflineChatModel)

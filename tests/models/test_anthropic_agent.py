@@ -14,13 +14,13 @@ from typing import Any
 
 import httpx2
 from causal_middleware.integrations.anthropic import AnthropicChatModel
-from causal_middleware.integrations.langgraph.reference_agent import build_reference_agent, run_question
-from causal_middleware.integrations.langgraph.reference_agent import prompts as agent_prompts
 
+from benchmarks.reference_agent import build_reference_agent, run_question
+from benchmarks.reference_agent import prompts as agent_prompts
 from causal_middleware.retrieval.bm25 import BM25Index
 from causal_middleware.retrieval.langchain import IndexRetriever
-from causal_middleware.world.model import Passage, Question
-from causal_middleware.world.scoring import is_correct
+from causal_middleware.tasks.model import Passage, Question
+from causal_middleware.tasks.scoring import is_correct
 
 PASSAGES = [
     Passage(

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from causal_middleware.faults.corpus import FaultCorpus
 from causal_middleware.faults.families import FaultContext, plan_fault
 from causal_middleware.faults.model import FaultFamily
 from causal_middleware.faults.sweep import SweepEnvironment
 from causal_middleware.spans.model import Trajectory
-from causal_middleware.world.model import Question
-from causal_middleware.world.scoring import is_correct
+from causal_middleware.tasks.model import Question
+from causal_middleware.tasks.scoring import is_correct
 
 
 def first_failing_fault(
@@ -18,7 +17,7 @@ def first_failing_fault(
 ) -> tuple[Trajectory, Question]:
     """The first question the agent answers right whose ``family`` fault at ``hop`` makes it fail:
     the faulted fork and its question."""
-    corpus = FaultCorpus.from_dataset(env.dataset)
+    corpus = env.fault_corpus()
     for question in env.dataset.questions:
         base = env.store.get_trajectory(env.run_base(question))
         if not is_correct(base.answer, question):

@@ -7,10 +7,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from causal_middleware.integrations.langgraph.reference_agent.adapter import reference_sweep_environment
 from causal_middleware.integrations.langgraph.replayer.replayer import DISCARDED_LABEL
 from repair_agent import first_failing_fault
 
+from benchmarks.reference_agent.adapter import reference_sweep_environment
+from benchmarks.world.generator import generate_world
 from causal_middleware.faults.sweep import SweepEnvironment
 from causal_middleware.repair import (
     ForkCache,
@@ -25,9 +26,8 @@ from causal_middleware.replay.protocol import DiscardingForkBackend
 from causal_middleware.spans.health import health
 from causal_middleware.spans.model import Trajectory
 from causal_middleware.store.memory import InMemorySpanStore
-from causal_middleware.world.generator import generate_world
-from causal_middleware.world.model import Question
-from causal_middleware.world.scoring import is_correct
+from causal_middleware.tasks.model import Question
+from causal_middleware.tasks.scoring import is_correct
 
 # one re-run per validation keeps each repair to a handful of forks
 CONFIG = RepairConfig(validation_runs=2, validation_min_flips=2)

@@ -15,11 +15,12 @@ from typing import Any
 import httpx2
 import pytest
 from causal_middleware.integrations.anthropic import AnthropicChatModel
-from causal_middleware.integrations.langgraph.reference_agent.adapter import reference_sweep_environment
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from repair_agent import first_failing_fault
 
+from benchmarks.reference_agent.adapter import reference_sweep_environment
+from benchmarks.world.generator import generate_world
 from causal_middleware.faults.sweep import SweepEnvironment
 from causal_middleware.repair import LLMProposer, ReferenceVerifier, RepairConfig, repair_run
 from causal_middleware.repair.llm import invoke_model, json_list_prefix, parse_json
@@ -27,9 +28,8 @@ from causal_middleware.repair.models import RepairCost
 from causal_middleware.repair.validate import LLMValidator
 from causal_middleware.spans.model import NodeStep, Trajectory
 from causal_middleware.store.memory import InMemorySpanStore
-from causal_middleware.world.generator import generate_world
-from causal_middleware.world.model import Question
-from causal_middleware.world.scoring import is_correct
+from causal_middleware.tasks.model import Question
+from causal_middleware.tasks.scoring import is_correct
 
 MODEL = "claude-repair-test"
 CONFIG = RepairConfig(validation_runs=2, validation_min_flips=2)

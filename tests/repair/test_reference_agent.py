@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from causal_middleware.integrations.langgraph.reference_agent import run_question
-from causal_middleware.integrations.langgraph.reference_agent.adapter import reference_sweep_environment
 from datasets import load_dataset
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from repair_agent import first_failing_fault
 
+from benchmarks.reference_agent import run_question
+from benchmarks.reference_agent.adapter import reference_sweep_environment
+from benchmarks.world.generator import generate_world
 from causal_middleware.faults.sweep import SweepEnvironment
 from causal_middleware.repair import (
     OfflineProposer,
@@ -30,9 +31,8 @@ from causal_middleware.repair.trigger import Judgement, VerifierJudge
 from causal_middleware.spans import attributes as A
 from causal_middleware.spans.model import Trajectory
 from causal_middleware.store.memory import InMemorySpanStore
-from causal_middleware.world.generator import generate_world
-from causal_middleware.world.model import Question
-from causal_middleware.world.scoring import is_correct
+from causal_middleware.tasks.model import Question
+from causal_middleware.tasks.scoring import is_correct
 
 GUARD = 30.0  # upper bound for waits, so a broken worker fails the test instead of hanging it
 

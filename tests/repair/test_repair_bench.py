@@ -5,17 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from causal_middleware.integrations.langgraph.reference_agent.adapter import reference_sweep_environment
 
-from causal_middleware.bench.repair import (
+from benchmarks.reference_agent.adapter import reference_sweep_environment
+from benchmarks.suites.repair import (
     METRIC_KEYS,
     FailedRun,
     format_repair_table,
     run_repair_bench,
     summarize,
 )
+from benchmarks.world.generator import generate_world
 from causal_middleware.store.memory import InMemorySpanStore
-from causal_middleware.world.generator import generate_world
 
 
 def _row(
@@ -97,9 +97,8 @@ def test_bench_repair_cli_rejects_a_temperature_out_of_range(tmp_path, capsys) -
 def test_tiny_benchmark_with_a_sampling_agent_records_its_temperature(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from causal_middleware.integrations.langgraph.reference_agent import adapter
-
-    from causal_middleware.cli.bench import run_repair
+    from benchmarks.cli.bench import run_repair
+    from benchmarks.reference_agent import adapter
 
     models: list[Any] = []
     real = adapter.reference_sweep_environment

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from causal_middleware.cli import demo as demo_module
+from benchmarks.cli import demo as demo_module
 from causal_middleware.cli.main import main
 from causal_middleware.store.sqlite import SqliteSpanStore
 

@@ -6,20 +6,14 @@ from __future__ import annotations
 
 import collections
 import functools
-import glob
 import operator
-import os
-import shutil
-import socket
 import sqlite3
-import subprocess
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
+from _postgres import PostgresUnavailable, postgres_server
 from causal_middleware.integrations.langgraph import CausalNodeWrapper, instrument, side_effecting
 from causal_middleware.integrations.langgraph.instrument import InstrumentedGraph
 from causal_middleware.integrations.langgraph.replayer import Replayer
@@ -201,8 +195,8 @@ class AuditedRetriever(BaseRetriever):
 @functools.cache
 def small_world() -> tuple[Any, Any]:
     """A small generated world of 3-hop questions and its BM25 index (built once per session)."""
+    from benchmarks.world.generator import generate_world
     from causal_middleware.retrieval.bm25 import BM25Index
-    from causal_middleware.world.generator import generate_world
 
     dataset = generate_world(4, seed=3, hop_mix={3: 1.0})
     return dataset, BM25Index(dataset.passages)
@@ -210,13 +204,12 @@ def small_world() -> tuple[Any, Any]:
 
 def build_reference(checkpointer: Any, store: Any) -> Shape:
     """The reference agent over a small generated world (3-hop questions), offline model + BM25."""
-    from causal_middleware.integrations.langgraph.reference_agent import (
+    from benchmarks.models.offline import OfflineChatModel
+    from benchmarks.reference_agent import (
         REFERENCE_ANSWER_NODES,
         REFERENCE_HOP_NODES,
         build_reference_agent,
     )
-
-    from causal_middleware.models.offline import OfflineChatModel
     from causal_middleware.retrieval.langchain import IndexRetriever
 
     effects: collections.Counter[str] = collections.Counter()
@@ -381,81 +374,17 @@ def run_snapshot(store: Any, run_id: str) -> tuple[list[str], str]:
 
 
 # --- PostgreSQL ---------------------------------------------------------------------------------
-def _pg_bin(name: str) -> str | None:
-    found = shutil.which(name)
-    if found:
-        return found
-    candidates = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
-    return candidates[-1] if candidates else None
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _as_server_user(cmd: list[str]) -> list[str]:
-    # PostgreSQL refuses to run as root; CI and these machines run tests as root.
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        runuser = shutil.which("runuser")
-        if runuser is None:
-            pytest.skip("running as root and runuser is missing: cannot start PostgreSQL as another user")
-        return [runuser, "-u", "postgres", "--", *cmd]
-    return cmd
-
-
 @pytest.fixture(scope="session")
 def postgres_uri() -> Iterator[str]:
-    """A PostgreSQL server of its own (one per test session, i.e. per xdist worker)."""
+    """A PostgreSQL server of its own (one per test session, i.e. per xdist worker): tests/_postgres.py."""
     pytest.importorskip(
         "langgraph.checkpoint.postgres", reason="langgraph-checkpoint-postgres is not installed"
     )
-    pytest.importorskip("psycopg_pool", reason="psycopg-pool is not installed")
-    initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
-    if initdb is None or pg_ctl is None:
-        pytest.skip(
-            "PostgreSQL server binaries (initdb, pg_ctl) are not installed (apt-get install postgresql)"
-        )
-    if os.geteuid() == 0:
-        try:
-            import pwd
-
-            user = pwd.getpwnam("postgres")
-        except KeyError:
-            pytest.skip("running as root and there is no 'postgres' user to run the server as")
-    root = Path(tempfile.mkdtemp(prefix="causal-pg-"))
-    data, log = root / "data", root / "server.log"
-    if os.geteuid() == 0:
-        os.chown(root, user.pw_uid, user.pw_gid)
-    port = _free_port()
     try:
-        subprocess.run(
-            _as_server_user(
-                [initdb, "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]
-            ),
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
-        options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
-        subprocess.run(
-            _as_server_user(
-                [pg_ctl, "-D", str(data), "-l", str(log), "-o", options, "-w", "-t", "60", "start"]
-            ),
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    finally:
-        if (data / "postmaster.pid").exists():
-            subprocess.run(
-                _as_server_user([pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"]),
-                capture_output=True,
-                timeout=60,
-            )
-        shutil.rmtree(root, ignore_errors=True)
+        with postgres_server() as url:
+            yield url
+    except PostgresUnavailable as exc:
+        pytest.skip(str(exc))
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from causal_middleware.integrations.langgraph.replayer import Replayer
 
-from causal_middleware.bench.replay import format_replay_table, run_replay_bench
-from causal_middleware.cli.replay import register_bench
+from benchmarks.cli.replay_bench import register_bench
+from benchmarks.suites.replay import format_replay_table, run_replay_bench
 
 
 def test_fork_vs_rerun_per_hop(make_shape: Any) -> None:

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from causal_middleware.bench.retrieval import format_table, run_retrieval_bench
+from benchmarks.suites.retrieval import format_table, run_retrieval_bench
 from causal_middleware.retrieval.dense import DENSE_INSTALL_HINT
 
 HAVE_ST = importlib.util.find_spec("sentence_transformers") is not None

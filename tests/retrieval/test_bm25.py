@@ -9,7 +9,7 @@ import pytest
 
 from causal_middleware.retrieval.bm25 import BM25Index
 from causal_middleware.retrieval.tokenize import tokenize
-from causal_middleware.world.model import Passage
+from causal_middleware.tasks.model import Passage
 
 CITIES = [
     ("Paris", "Paris is the capital of France and sits on the Seine."),

@@ -21,7 +21,7 @@ from causal_middleware.retrieval.dense import (
     cache_root,
     default_encoder,
 )
-from causal_middleware.world.model import Passage
+from causal_middleware.tasks.model import Passage
 
 PASSAGES = [
     Passage(id="dog", title="Dog", text="The dog is a domesticated animal that barks and wags its tail."),

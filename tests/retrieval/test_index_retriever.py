@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from causal_middleware.retrieval.bm25 import BM25Index
 from causal_middleware.retrieval.langchain import IndexRetriever
-from causal_middleware.world.model import Passage
+from causal_middleware.tasks.model import Passage
 
 
 @pytest.fixture

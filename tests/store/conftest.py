@@ -1,4 +1,5 @@
-"""Fixtures for the span-store tests: every contract test runs against both stores."""
+"""Fixtures for the span-store tests: every contract test runs against every store (in-memory,
+SQLite, and Postgres on a server the tests start themselves: tests/_postgres.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from _postgres import fresh_schema_url
+from _postgres import postgres_url as postgres_url  # noqa: F401 - the session fixture
 
 from causal_middleware.store.base import SpanStore
 from causal_middleware.store.memory import InMemorySpanStore
@@ -14,7 +17,7 @@ from causal_middleware.store.sqlite import SqliteSpanStore
 TRAIL_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "trail" / "traces" / "gaia"
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], SpanStore]]:
     """A factory of fresh, empty stores of one backend (several per test when needed)."""
     made: list[SpanStore] = []
@@ -23,6 +26,10 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Calla
         store: SpanStore
         if request.param == "memory":
             store = InMemorySpanStore()
+        elif request.param == "postgres":
+            from causal_middleware.store.postgres import PostgresSpanStore
+
+            store = PostgresSpanStore(fresh_schema_url(request.getfixturevalue("postgres_url")))
         else:
             store = SqliteSpanStore(tmp_path / f"store{len(made)}.db")
         made.append(store)

@@ -195,19 +195,17 @@ def test_openinference_trace_gets_steps_and_inferred_hops() -> None:
     assert [s.kind for s in t.steps].count("node") == 6
     assert t.cost.llm_calls == 4 and t.cost.retrievals == 2
     assert t.cost.input_tokens == 40 and t.cost.output_tokens == 8  # "10" coerced to int
-    # each retriever starts a hop together with the node that encloses it
+    # each retriever starts a hop together with the node that encloses it and the round's planner
+    # (the decide node before it: round 2's is not counted in round 1)
     assert [h.index for h in t.hops] == [1, 2]
     assert [[s.node for s in h.steps if s.kind == "node"] for h in t.hops] == [
-        ["retrieve", "read", "decide"],
-        ["retrieve", "read"],
+        ["decide", "retrieve", "read"],
+        ["decide", "retrieve", "read"],
     ]
-    assert [s.node for s in t.steps if s.hop is None] == [
-        "decide",
-        "decide",
-    ]  # the first decide and its LLM call
+    assert [s.node for s in t.steps if s.hop is None] == []
     assert [(d.id, d.score) for d in t.hops[0].documents] == [("p1", 12.5), ("p7", 3.25)]
     assert t.hops[0].sub_query == HOPS[0][0]
-    retrieve = t.hops[0].steps[0]
+    retrieve = next(s for s in t.hops[0].steps if s.node == "retrieve")
     assert (retrieve.langgraph_step, retrieve.checkpoint_ns) == (2, "retrieve:t2")
     assert t.steps_of("llm")[0].messages[0].content == "hop 1"  # from message.contents parts
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip(
-    "causal_middleware.integrations.langgraph.reference_agent",
+    "benchmarks.reference_agent",
     reason="the reference agent is not in this checkout",
 )
 
-from causal_middleware.integrations.langgraph.reference_agent import (  # noqa: E402
+from benchmarks.reference_agent import (  # noqa: E402
     REFERENCE_ANSWER_NODES,
     REFERENCE_HOP_NODES,
     build_world_agent,
@@ -23,7 +23,7 @@ from causal_middleware import instrument  # noqa: E402
 from causal_middleware.cli.main import main  # noqa: E402
 from causal_middleware.store.memory import InMemorySpanStore  # noqa: E402
 from causal_middleware.store.sqlite import SqliteSpanStore  # noqa: E402
-from causal_middleware.world.generator import generate_world  # noqa: E402
+from benchmarks.world.generator import generate_world  # noqa: E402
 
 
 def test_instrumented_runs_read_back_from_the_store(

@@ -21,11 +21,11 @@ def _tables(path: Path) -> set[str]:
 def test_a_new_store_is_wal_at_the_current_schema(tmp_path: Path) -> None:
     path = tmp_path / "nested" / "runs.db"
     with SqliteSpanStore(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 1
+        assert store.schema_version == SCHEMA_VERSION == 2
     assert {"spans", "runs", "records"} <= _tables(path)
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
 
 
 def test_runs_survive_reopening(tmp_path: Path) -> None:
@@ -65,7 +65,7 @@ def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         conn.execute("PRAGMA user_version = 7")
     with pytest.raises(
-        StoreError, match=r"schema version 7, newer than this causal-middleware supports \(1\)"
+        StoreError, match=r"schema version 7, newer than this causal-middleware supports \(2\)"
     ):
         SqliteSpanStore(path)
 
@@ -96,7 +96,7 @@ def test_a_failed_migration_leaves_the_file_untouched(
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 0
     monkeypatch.undo()
     with SqliteSpanStore(path) as store:  # the real migration then runs from version 0
-        assert store.schema_version == 1
+        assert store.schema_version == SCHEMA_VERSION
 
 
 def test_cached_trajectories_follow_new_spans_and_annotations(tmp_path: Path) -> None:
@@ -128,7 +128,7 @@ def test_a_batch_failing_inside_the_transaction_is_rolled_back(
     with SqliteSpanStore(tmp_path / "r.db") as store:
         store.write_spans(kept)
 
-        def fail_after_inserting(run: str) -> None:
+        def fail_after_inserting(run: str, *batch: object) -> None:
             raise sqlite3.OperationalError("disk I/O error (simulated)")
 
         monkeypatch.setattr(store, "_refresh_run", fail_after_inserting)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from causal_middleware.models.offline_prompts import EvidenceDoc
-from causal_middleware.models.offline_reader import is_near_namesake, norm, statements
-from causal_middleware.world.generator import WorldConfig, allot_hops, generate_world
-from causal_middleware.world.model import Dataset
-from causal_middleware.world.scoring import contains_answer
-from causal_middleware.world.templates import RELATIONS, parse_question
+from benchmarks.models.offline_prompts import EvidenceDoc
+from benchmarks.models.offline_reader import is_near_namesake, norm, statements
+from benchmarks.world.generator import WorldConfig, allot_hops, generate_world
+from benchmarks.world.templates import RELATIONS, parse_question
+from causal_middleware.tasks.model import Dataset
+from causal_middleware.tasks.scoring import contains_answer
 
 
 @pytest.fixture(scope="module")

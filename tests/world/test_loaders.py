@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from causal_middleware.world.loaders import DATA_ENV, data_dir, load_hotpotqa, load_musique
+from benchmarks.world.loaders import DATA_ENV, data_dir, load_hotpotqa, load_musique
 
 SHARED = data_dir()
 needs_data = pytest.mark.skipif(

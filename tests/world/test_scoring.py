@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from causal_middleware.world.model import Question
-from causal_middleware.world.scoring import (
+from causal_middleware.tasks.model import Question
+from causal_middleware.tasks.scoring import (
     answer_tokens,
     contains_answer,
     exact_match,

@@ -1,0 +1,88 @@
+"""``--executor local|ray`` and ``--address`` for the sweeping commands (``inject``, ``bench fp``,
+``bench repair``), and the reference agent as an environment spec a Ray worker rebuilds.
+
+The local executor is today's thread pool (``--workers`` threads). ``ray`` runs each question as
+a Ray task: on a local cluster with this machine's cores, or on the cluster at ``--address``.
+Every worker process builds the reference agent once from a :class:`ReferenceEnvSpec` (same
+dataset, seed, retriever, k and budget as the driver's), so results equal the local executor's.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Any
+
+from causal_middleware.faults.executor import EXECUTORS, Executor, ThreadExecutor
+
+__all__ = ["ReferenceEnvSpec", "add_executor_args", "check_executor_args", "make_executor"]
+
+
+@dataclass(frozen=True)
+class ReferenceEnvSpec:
+    """The reference agent over a generated or loaded dataset, each run kept in memory."""
+
+    dataset: str
+    n: int
+    seed: int
+    hops: int | None = None
+    retriever: str = "bm25"
+    k: int = 5
+    budget: int = 4
+    workers: int = 2
+    temperature: float = 0.0
+
+    def build(self) -> Any:
+        from benchmarks.cli.bench import sweep_env_factory
+        from benchmarks.cli.inject import load_dataset
+        from causal_middleware.store.memory import InMemorySpanStore
+
+        dataset = load_dataset(self.dataset, self.n, seed=self.seed, hops=self.hops)
+        build = sweep_env_factory(
+            retriever=self.retriever,
+            k=self.k,
+            budget=self.budget,
+            seed=self.seed,
+            workers=self.workers,
+            temperature=self.temperature,
+        )
+        return build(dataset, InMemorySpanStore())
+
+
+def add_executor_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="local",
+        help="where the questions run: local threads (--workers) or Ray tasks (default local)",
+    )
+    p.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="with --executor ray: an existing cluster ('auto', 'ray://head:10001'); "
+        "default: a local cluster on this machine's cores",
+    )
+
+
+def check_executor_args(args: argparse.Namespace) -> None:
+    if getattr(args, "address", None) and args.executor != "ray":
+        raise ValueError("--address applies to --executor ray only")
+
+
+def make_executor(name: str, *, workers: int = 2, address: str | None = None) -> Executor:
+    """``local``: ``workers`` threads; ``ray``: a :class:`RayExecutor` (needs the ``[ray]`` extra)."""
+    if name == "local":
+        if address:
+            raise ValueError("--address applies to --executor ray only")
+        return ThreadExecutor(workers)
+    if name == "ray":
+        from causal_middleware.integrations.ray import RayExecutor
+
+        return RayExecutor(address=address)
+    raise ValueError(f"unknown executor {name!r}; expected one of {list(EXECUTORS)}")
+
+
+def close_executor(executor: Executor) -> None:
+    shutdown = getattr(executor, "shutdown", None)
+    if shutdown is not None:
+        shutdown()

@@ -1,0 +1,84 @@
+"""``causal-mw bench repair``: CausalFlow repair of the default world's natural and injected failures."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from causal_middleware.cli._common import add_json_arg, print_json
+
+
+def register_bench(bench_subparsers: Any) -> None:
+    """Add ``bench repair`` to the ``causal-mw bench`` group."""
+    p = bench_subparsers.add_parser(
+        "repair",
+        help="CausalFlow repair of the default world's natural and injected failures",
+        description="Writes results.json with n_failed, repair_rate, post_repair_accuracy, minimality_mean, "
+        "crs_precision, reexec_per_repaired, naive_reexec_per_repaired (also under natural and injected).",
+    )
+    p.add_argument(
+        "--out", required=True, metavar="PATH", help="results.json to write (a directory: PATH/repair.json)"
+    )
+    p.add_argument("--n", type=int, default=100, help="questions of the default world (default 100)")
+    p.add_argument("--seed", type=int, default=0, help="world, model and fault seed (default 0)")
+    p.add_argument(
+        "--inject-questions", type=int, default=20, help="questions faults are injected into (default 20)"
+    )
+    p.add_argument(
+        "--max-injected", type=int, default=40, help="injected failures repaired at most (default 40)"
+    )
+    p.add_argument("--depths", type=int, nargs="+", default=[1, 2], help="fault depths (default 1 2)")
+    p.add_argument("--families", nargs="+", help="fault families (default: all seven)")
+    p.add_argument("--k", type=int, default=3, help="proposals per candidate step (default 3)")
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=0.0,
+        help="the offline model's sampling temperature in [0, 1] (default 0: deterministic re-runs)",
+    )
+    add_json_arg(p)
+    p.set_defaults(func=_bench)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    import sys
+    import time
+
+    from benchmarks.cli.bench import run_repair
+    from benchmarks.suites.repair import DEFAULT_FAMILIES, format_repair_table
+
+    if args.n < 1:
+        raise ValueError(f"--n must be at least 1, got {args.n}")
+    if not 0.0 <= args.temperature <= 1.0:
+        raise ValueError(f"--temperature must be in [0, 1], got {args.temperature}")
+    started = time.perf_counter()
+
+    def say(message: str) -> None:
+        print(f"[{time.perf_counter() - started:6.1f}s] {message}", file=sys.stderr)
+
+    results = run_repair(
+        {
+            "n": args.n,
+            "seed": args.seed,
+            "inject_questions": args.inject_questions,
+            "families": list(args.families or DEFAULT_FAMILIES),
+            "depths": list(args.depths),
+            "max_injected": args.max_injected,
+            "k": args.k,
+            "temperature": args.temperature,
+            "progress": None if args.json else say,
+        }
+    )
+    out = Path(args.out)
+    if out.is_dir() or args.out.endswith("/"):
+        out.mkdir(parents=True, exist_ok=True)
+        out = out / "repair.json"
+    out.write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
+    if args.json:
+        print_json({k: v for k, v in results.items() if k != "runs"})
+    else:
+        print(format_repair_table(results))
+        print(f"wrote {out}")
+    return 0

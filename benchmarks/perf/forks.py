@@ -1,0 +1,115 @@
+"""What a fork costs against a fresh run, on graph (b) (:mod:`benchmarks.perf.graphs`: the 3-hop
+loop with an ``InMemorySaver`` checkpointer) instrumented with the default SQLite store.
+
+Per round, interleaved: a fresh run (``invoke`` until its spans are written), a ``regenerate``
+fork at hop 1 (the whole suffix runs live), a ``frozen`` fork at hop 1 (later nodes return their
+recorded outputs; the answer node runs), and a ``replay`` fork at the last hop (nothing executes:
+the fork's fixed cost - reading the parent, copying its branch, writing the fork, recording it,
+reading it back stitched). Each fork puts the step's recorded output back, so it does the
+run's own work. ``read_fork_ms``: reading a fork again (``get_trajectory``, what diagnosers do
+many times per fork).
+
+``before`` repeats the forks with the store of git ``HEAD`` (when the checkout has one) in the
+same process, interleaved, so the ratios compare code, not machine load.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from causal_middleware.integrations.langgraph.instrument import instrument
+from causal_middleware.integrations.langgraph.replayer import Replayer
+from langgraph.checkpoint.memory import InMemorySaver
+
+from causal_middleware.store.sqlite import SqliteSpanStore
+
+from .graphs import build_chain_graph, chain_input
+from .redaction import head_module
+
+HOPS = 3
+
+
+class _Setup:
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.graph = instrument(build_chain_graph(HOPS, checkpointer=InMemorySaver()), store=store)
+        self.replayer = Replayer(self.graph)
+        self.counter = 0
+        self.parent = self.fresh()
+
+    def fresh(self) -> str:
+        self.counter += 1
+        self.graph.invoke(chain_input(HOPS), {"configurable": {"thread_id": f"perf-{self.counter}"}})
+        self.graph.flush(30)
+        run_id = self.graph.last_run_id
+        assert run_id is not None
+        return run_id
+
+    def fork(self, mode: str, hop: int) -> str:
+        fork = self.replayer.fork(self.parent, hop=hop, mode=mode)  # type: ignore[arg-type]
+        self.graph.flush(30)
+        return fork.run_id
+
+    def close(self) -> None:
+        self.graph.shutdown()
+        self.store.close()
+
+
+def _timed(work: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    out = work()
+    return time.perf_counter() - start, out
+
+
+def run(*, quick: bool = False) -> dict[str, Any]:
+    rounds = 8 if quick else 40
+    folder = Path(tempfile.mkdtemp(prefix="perf-forks-"))
+    head = head_module("causal_middleware/store/sqlite.py", "causal_middleware.store._sqlite_head_forks")
+    setups = {"after": _Setup(SqliteSpanStore(folder / "after.db"))}
+    if head is not None:
+        setups["before"] = _Setup(head.SqliteSpanStore(folder / "before.db"))
+    work: dict[str, Callable[[_Setup], Any]] = {
+        "fresh_run": lambda s: s.fresh(),
+        "regenerate_hop1": lambda s: s.fork("regenerate", 1),
+        "frozen_hop1": lambda s: s.fork("frozen", 1),
+        "replay_last_hop": lambda s: s.fork("replay", HOPS),
+    }
+    times: dict[str, dict[str, list[float]]] = {n: {k: [] for k in [*work, "read_fork"]} for n in setups}
+    try:
+        for i in range(rounds + 2):
+            for name, setup in setups.items():
+                for key, job in work.items():
+                    elapsed, made = _timed(lambda: job(setup))  # noqa: B023
+                    if i >= 2:
+                        times[name][key].append(elapsed)
+                    if key == "frozen_hop1" and i >= 2:
+                        reads = [_timed(lambda: setup.store.get_trajectory(made))[0] for _ in range(3)]  # noqa: B023
+                        times[name]["read_fork"].append(statistics.median(reads))
+    finally:
+        for setup in setups.values():
+            setup.close()
+    out: dict[str, Any] = {"rounds": rounds, "hops": HOPS, "store": "SqliteSpanStore"}
+    for name in setups:
+        med = {k: statistics.median(v) * 1e3 for k, v in times[name].items()}
+        fresh = med["fresh_run"]
+        out[name] = {
+            "fresh_run_ms": round(fresh, 2),
+            "fork_fixed_cost_ms": round(med["replay_last_hop"], 2),
+            "regenerate_hop1_ms": round(med["regenerate_hop1"], 2),
+            "frozen_hop1_ms": round(med["frozen_hop1"], 2),
+            "regenerate_hop1_x_fresh": round(med["regenerate_hop1"] / fresh, 2),
+            "frozen_hop1_x_fresh": round(med["frozen_hop1"] / fresh, 2),
+            "read_fork_ms": round(med["read_fork"], 3),
+        }
+    if "before" in out:
+        out["speedup"] = {
+            k: round(out["before"][k] / out["after"][k], 2)
+            for k in ("fork_fixed_cost_ms", "regenerate_hop1_ms", "frozen_hop1_ms", "read_fork_ms")
+            if out["after"][k]
+        }
+    return out

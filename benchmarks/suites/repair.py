@@ -1,0 +1,444 @@
+"""Repair benchmark: CausalFlow repair of a world's failed runs, natural and fault-injected.
+
+On a :class:`~causal_middleware.faults.sweep.SweepEnvironment` (the live agent, its fork backend
+and adapter, the store; the core never builds a LangGraph agent itself, ``causal-mw bench repair``
+wires the reference agent):
+
+1. **natural failures**: every question of ``questions`` is run once (the sweep's base runs);
+   the runs whose answer is wrong are repaired;
+2. **injected failures**: the fault sweep injects ``families`` at ``depths`` into the correct base
+   runs of the first ``inject_questions`` questions; the faulted runs that end wrong are
+   repaired (at most ``max_injected``, taken round-robin over families so each is represented).
+
+Each failed run goes through :func:`~causal_middleware.repair.service.repair_run` with the
+deterministic :class:`~causal_middleware.repair.proposers.OfflineProposer` and a reference-answer
+verifier (the question's gold answer and aliases).
+
+With a remote executor (Ray) the sweep runs there, and so do the repairs: one task per question
+(:class:`RepairWorker`) re-makes that question's failed runs on its worker's copy of the agent
+(the agent is deterministic, so they are the driver's runs under new run ids) and repairs them
+there, where their checkpoints are. Rows come back in the local order; the figures are the same.
+
+Metrics (``results.json``; each at the top level for all failures, and under ``natural`` and
+``injected``):
+
+* ``n_failed``: failed runs repaired (attempted);
+* ``repair_rate``: validated minimal repairs / failed runs;
+* ``post_repair_accuracy``: accuracy of the population once each validated repair replaces its
+  failed run: (runs that succeeded + repaired runs) / all runs (base runs for ``natural``;
+  for ``injected`` the recovered faulted units plus the failed ones attempted, which is every
+  faulted unit unless ``max_injected`` capped them); ``accuracy_before`` is the same without repairs;
+* ``minimality_mean``: mean minimality of the validated repairs; ``minimality_by_node`` the same
+  per repaired node; ``zero_minimality_repairs``: validated repairs of minimality 0, which leave no token of
+  the step's original output in its place (e.g. evidence for an empty retrieval, a search instead
+  of a premature answer; also any edit that shifts every token of the output);
+* ``crs_precision``: flagged steps (CRS 1) whose repair passed validation / flagged steps;
+* ``reexec_per_repaired``: suffix re-executions spent on all failed runs (search + validation) /
+  repaired runs; ``naive_reexec_per_repaired``: the exhaustive baseline (candidate steps x K,
+  summed over the failed runs) / repaired runs; ``reexec_ratio`` = the two divided;
+* ``llm_calls_per_repaired``, ``tokens_per_repaired`` (zero offline).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from pydantic import BaseModel
+
+from causal_middleware.faults.distributed import EnvSpec, worker_environment
+from causal_middleware.faults.executor import Executor
+from causal_middleware.faults.model import FaultFamily
+from causal_middleware.faults.sweep import SweepEnvironment, _Sweep, iter_units, run_sweep
+from causal_middleware.repair.crs import ForkCache
+from causal_middleware.repair.models import RepairResult
+from causal_middleware.repair.proposers import OfflineProposer, Proposer
+from causal_middleware.repair.service import RepairConfig, repair_run
+from causal_middleware.repair.verifiers import ReferenceVerifier
+from causal_middleware.retrieval.base import Index
+from causal_middleware.spans.model import Outcome
+from causal_middleware.tasks.model import Question
+from causal_middleware.tasks.scoring import is_correct
+
+__all__ = ["DEFAULT_FAMILIES", "TARGETS", "FailedRun", "format_repair_table", "run_repair_bench", "summarize"]
+
+DEFAULT_FAMILIES: tuple[FaultFamily, ...] = (
+    "empty_retrieval",
+    "irrelevant_documents",
+    "query_drift",
+    "false_premise",
+    "stale_evidence",
+    "content_corruption",
+    "early_termination",
+)
+TARGETS = {"repair_rate": 0.60, "minimality_mean": 0.85}
+NATURAL_LABEL = "repair_bench.natural"
+METRIC_KEYS = (
+    "n_failed",
+    "repair_rate",
+    "post_repair_accuracy",
+    "minimality_mean",
+    "crs_precision",
+    "reexec_per_repaired",
+    "naive_reexec_per_repaired",
+)
+
+
+class FailedRun(BaseModel):
+    """One failed run of the benchmark and what repairing it gave."""
+
+    run_id: str
+    kind: str  # natural | injected
+    question_id: str
+    family: str | None = None
+    depth: int | None = None
+    status: str
+    minimality: float | None = None
+    repaired_node: str | None = None
+    repaired_hop: int | None = None
+    source: str | None = None
+    flagged: int = 0
+    flagged_validated: int = 0
+    reexecutions: int = 0
+    naive_reexecutions: int = 0
+    llm_calls: int = 0
+    tokens: int = 0
+    elapsed_s: float = 0.0
+
+
+def run_repair_bench(
+    env: SweepEnvironment,
+    *,
+    index: Index | None = None,
+    proposer: Proposer | None = None,
+    questions: Sequence[Question] | None = None,
+    inject_questions: int = 20,
+    families: Sequence[FaultFamily] = DEFAULT_FAMILIES,
+    depths: Sequence[int] = (1, 2),
+    max_injected: int | None = 40,
+    config: RepairConfig | None = None,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+    executor: Executor | None = None,
+    env_spec: EnvSpec | None = None,
+) -> dict[str, Any]:
+    """Repair the natural and injected failures of ``env``; returns the JSON-ready results.
+
+    ``index`` feeds the offline proposer's re-retrieval (default: ``env.scoped_index``);
+    ``proposer`` replaces the offline proposer altogether. See the module docstring for the keys.
+    ``executor`` (default: this thread) runs the sweep and the repairs; a remote one needs
+    ``env_spec`` (``env``'s agent, rebuilt in each worker) and the default offline proposer.
+    """
+    remote = executor is not None and executor.remote
+    if remote and (env_spec is None or proposer is not None or index is not None):
+        raise ValueError("a remote executor needs env_spec and repairs with the default offline proposer")
+    start = time.perf_counter()
+    chosen = list(questions) if questions is not None else list(env.dataset.questions)
+    if not chosen:
+        raise ValueError("no questions to benchmark")
+    if inject_questions < 0:
+        raise ValueError(f"inject_questions must be >= 0, got {inject_questions}")
+    cfg = config or RepairConfig()
+    repairer = proposer or OfflineProposer(env.adapter, index if index is not None else env.scoped_index)
+    by_id = {q.id: q for q in chosen}
+
+    say = progress or (lambda _msg: None)
+    say(f"running the agent on {len(chosen)} questions")
+    natural_runs, natural_ok = _natural(env, chosen)
+    inject_pool = chosen[:inject_questions]
+    sweep = None
+    if inject_pool and families:
+        say(f"injecting {len(families)} families at depths {list(depths)} into {len(inject_pool)} questions")
+        sweep = run_sweep(
+            env,
+            inject_pool,
+            depths=depths,
+            families=families,
+            seed=seed,
+            workers=1,
+            executor=executor if remote else None,
+            env_spec=env_spec,
+        )
+    injected_units = [
+        u
+        for u in iter_units(env.store, families=families, depths=depths, persistent=False)
+        if u.question.id in {q.id for q in inject_pool}
+    ]
+    injected_failed = _round_robin([u for u in injected_units if not u.recovered], max_injected)
+
+    cache = ForkCache()
+    rows: list[FailedRun] = []
+    todo: list[tuple[str, str, Question, str | None, int | None]] = [
+        (run_id, "natural", by_id[qid], None, None) for run_id, qid in natural_runs
+    ]
+    todo += [
+        (u.faulted.run_id, "injected", u.question, u.label.family, u.label.requested_hop)
+        for u in injected_failed
+    ]
+    if remote:
+        assert executor is not None and env_spec is not None
+        say(f"repairing {len(todo)} failed runs on {executor!r}")
+        rows = _repair_remote(executor, RepairWorker(env_spec, seed=seed, config=cfg), todo)
+    for i, (run_id, kind, question, family, depth) in enumerate(todo if not remote else [], start=1):
+        say(f"repair {i}/{len(todo)} ({kind}{' ' + family if family else ''})")
+        began = time.perf_counter()
+        result = repair_run(
+            run_id,
+            backend=env.backend,
+            proposer=repairer,
+            verifier=ReferenceVerifier(question.answer, question.aliases),
+            store=env.store,
+            config=cfg,
+            cache=cache,
+        )
+        rows.append(_row(result, kind, question, family, depth, time.perf_counter() - began))
+
+    natural = [r for r in rows if r.kind == "natural"]
+    injected = [r for r in rows if r.kind == "injected"]
+    n_injected_done = len(injected_units)
+    injected_ok = sum(1 for u in injected_units if u.recovered)
+    # capped sampling: scale the population to the failures actually attempted
+    injected_population = injected_ok + len(injected) if max_injected is not None else n_injected_done
+    results: dict[str, Any] = summarize(
+        rows, population=len(chosen) + injected_population, succeeded=natural_ok + injected_ok
+    )
+    results["natural"] = summarize(natural, population=len(chosen), succeeded=natural_ok)
+    results["injected"] = summarize(injected, population=injected_population, succeeded=injected_ok)
+    results["injected"]["by_family"] = {
+        family: summarize([r for r in injected if r.family == family])
+        for family in sorted({r.family for r in injected if r.family})
+    }
+    results["injected"]["units_done"] = n_injected_done
+    results["injected"]["units_failed"] = sum(1 for u in injected_units if not u.recovered)
+    results["targets"] = {
+        "repair_rate": {
+            "target": TARGETS["repair_rate"],
+            "met": (results["repair_rate"] or 0) >= TARGETS["repair_rate"],
+        },
+        "minimality_mean": {
+            "target": TARGETS["minimality_mean"],
+            "met": (results["minimality_mean"] or 0) >= TARGETS["minimality_mean"],
+        },
+        "reexec_ratio": {"target": "well under 1", "value": results["reexec_ratio"]},
+    }
+    results["config"] = {
+        "questions": len(chosen),
+        "inject_questions": len(inject_pool),
+        "families": list(families),
+        "depths": list(depths),
+        "max_injected": max_injected,
+        "seed": seed,
+        "k": cfg.k,
+        "early_stop": cfg.early_stop,
+        "max_reexecutions": cfg.max_reexecutions,
+        "validation": f"{cfg.validation_min_flips} of {cfg.validation_runs} re-runs",
+        "proposer": type(repairer).__name__,
+        "retriever": env.retriever,
+        "sweep_base_runs": sweep.base_runs if sweep is not None else 0,
+    }
+    results["runs"] = [r.model_dump(mode="json") for r in rows]
+    results["elapsed_s"] = round(time.perf_counter() - start, 2)
+    return results
+
+
+def _natural_run(env: SweepEnvironment, question: Question) -> tuple[str, bool]:
+    """Run the question once, annotated; (run id, whether it answered correctly)."""
+    run_id = env.run_base(question)
+    correct = is_correct(env.store.get_trajectory(run_id).answer, question)
+    env.store.annotate(
+        run_id,
+        outcome=Outcome.SUCCESS if correct else Outcome.FAILURE,
+        reference=question.answer,
+        labels={NATURAL_LABEL: True, "question_id": question.id},
+    )
+    return run_id, correct
+
+
+def _natural(env: SweepEnvironment, questions: Sequence[Question]) -> tuple[list[tuple[str, str]], int]:
+    """Run every question once; (failed run ids with their question ids, number of correct runs)."""
+    failed: list[tuple[str, str]] = []
+    ok = 0
+    for question in questions:
+        run_id, correct = _natural_run(env, question)
+        if correct:
+            ok += 1
+        else:
+            failed.append((run_id, question.id))
+    return failed, ok
+
+
+_RowKey = tuple[str, str, str | None, int | None]  # kind, question id, family, depth
+
+
+@dataclass(frozen=True)
+class RepairJob:
+    """One question's failed runs to repair in a worker: its natural run, and injected units."""
+
+    question: Question
+    natural: bool
+    injected: tuple[tuple[FaultFamily, int], ...]
+
+
+@dataclass(frozen=True)
+class RepairWorker:
+    """Re-makes a :class:`RepairJob`'s failed runs on this process's agent and repairs them."""
+
+    spec: EnvSpec
+    seed: int
+    config: RepairConfig
+
+    def __call__(self, job: RepairJob) -> list[tuple[_RowKey, FailedRun]]:
+        env = worker_environment(self.spec)
+        question = job.question
+        failed: list[tuple[_RowKey, str]] = []
+        if job.natural:
+            run_id, correct = _natural_run(env, question)
+            if not correct:
+                failed.append((("natural", question.id, None, None), run_id))
+        if job.injected:
+            sweep = _Sweep(env, seed=self.seed, persistent=False, on_unit=lambda record: None)
+            for record in sweep.run_question(question, list(job.injected)):
+                if record.status == "done" and record.outcome != "recovered" and record.fork_run_id:
+                    key = ("injected", question.id, record.family, record.requested_hop)
+                    failed.append((key, record.fork_run_id))
+        repairer = OfflineProposer(env.adapter, env.scoped_index)
+        cache = ForkCache()
+        out = []
+        for key, run_id in failed:
+            began = time.perf_counter()
+            result = repair_run(
+                run_id,
+                backend=env.backend,
+                proposer=repairer,
+                verifier=ReferenceVerifier(question.answer, question.aliases),
+                store=env.store,
+                config=self.config,
+                cache=cache,
+            )
+            out.append((key, _row(result, key[0], question, key[2], key[3], time.perf_counter() - began)))
+        return out
+
+
+def _repair_remote(
+    executor: Executor,
+    worker: RepairWorker,
+    todo: Sequence[tuple[str, str, Question, str | None, int | None]],
+) -> list[FailedRun]:
+    """Repair ``todo`` as one task per question; rows in ``todo``'s order."""
+    jobs: dict[str, RepairJob] = {}
+    for _run_id, kind, question, family, depth in todo:
+        job = jobs.get(question.id) or RepairJob(question=question, natural=False, injected=())
+        if kind == "natural":
+            job = RepairJob(question=question, natural=True, injected=job.injected)
+        else:
+            assert family is not None and depth is not None
+            unit = cast(tuple[FaultFamily, int], (family, depth))
+            job = RepairJob(question=question, natural=job.natural, injected=(*job.injected, unit))
+        jobs[question.id] = job
+    rows: dict[_RowKey, FailedRun] = {}
+    for batch in executor.map(worker, list(jobs.values())):
+        rows.update(batch)
+    keys: list[_RowKey] = [(kind, question.id, family, depth) for _run, kind, question, family, depth in todo]
+    missing = [key for key in keys if key not in rows]
+    if missing:
+        raise RuntimeError(f"the workers re-made these failed runs as successes (a nondeterministic agent?): {missing}")
+    return [rows[key] for key in keys]
+
+
+def _round_robin(units: list[Any], limit: int | None) -> list[Any]:
+    if limit is None or len(units) <= limit:
+        return units
+    groups: dict[str, list[Any]] = defaultdict(list)
+    for unit in units:
+        groups[unit.label.family].append(unit)
+    picked: list[Any] = []
+    while len(picked) < limit:
+        for family in sorted(groups):
+            if groups[family] and len(picked) < limit:
+                picked.append(groups[family].pop(0))
+    return picked
+
+
+def _row(
+    result: RepairResult, kind: str, question: Question, family: str | None, depth: int | None, elapsed: float
+) -> FailedRun:
+    repair = result.repair
+    flagged = result.crs.flagged
+    validated_steps = {repair.step_id} if repair is not None else set()
+    return FailedRun(
+        run_id=result.run_id,
+        kind=kind,
+        question_id=question.id,
+        family=family,
+        depth=depth,
+        status=result.status,
+        minimality=repair.minimality if repair is not None else None,
+        repaired_node=repair.node if repair is not None else None,
+        repaired_hop=repair.hop if repair is not None else None,
+        source=repair.source if repair is not None else None,
+        flagged=len(flagged),
+        flagged_validated=sum(1 for s in flagged if s.step_id in validated_steps),
+        reexecutions=result.cost.reexecutions,
+        naive_reexecutions=result.cost.naive_reexecutions,
+        llm_calls=result.cost.llm_calls,
+        tokens=result.cost.total_tokens,
+        elapsed_s=round(elapsed, 3),
+    )
+
+
+def summarize(
+    rows: Sequence[FailedRun], *, population: int | None = None, succeeded: int | None = None
+) -> dict[str, Any]:
+    """The metrics of the module docstring over ``rows``. ``population``/``succeeded`` (runs in
+    all, runs that were correct) give the accuracies; without them those keys are None."""
+    n = len(rows)
+    repaired = [r for r in rows if r.status == "repaired"]
+    n_rep = len(repaired)
+    reexec = sum(r.reexecutions for r in rows)
+    naive = sum(r.naive_reexecutions for r in rows)
+    flagged = sum(r.flagged for r in rows)
+    out: dict[str, Any] = {
+        "n_failed": n,
+        "n_repaired": n_rep,
+        "repair_rate": _round(n_rep / n) if n else None,
+        "accuracy_before": _round(succeeded / population) if population and succeeded is not None else None,
+        "post_repair_accuracy": _round((succeeded + n_rep) / population)
+        if population and succeeded is not None
+        else None,
+        "minimality_mean": _round(statistics.fmean(r.minimality or 0.0 for r in repaired))
+        if repaired
+        else None,
+        "crs_precision": _round(sum(r.flagged_validated for r in rows) / flagged) if flagged else None,
+        "reexec_per_repaired": _round(reexec / n_rep) if n_rep else None,
+        "naive_reexec_per_repaired": _round(naive / n_rep) if n_rep else None,
+        "reexec_ratio": _round(reexec / naive) if naive else None,
+        "reexec_per_failed": _round(reexec / n) if n else None,
+        "llm_calls_per_repaired": _round(sum(r.llm_calls for r in rows) / n_rep) if n_rep else None,
+        "tokens_per_repaired": _round(sum(r.tokens for r in rows) / n_rep) if n_rep else None,
+        "minimality_by_node": {
+            node: _round(statistics.fmean(r.minimality or 0.0 for r in repaired if r.repaired_node == node))
+            for node in sorted({r.repaired_node for r in repaired if r.repaired_node})
+        },
+        "zero_minimality_repairs": sum(1 for r in repaired if not r.minimality),
+        "statuses": dict(Counter(r.status for r in rows)),
+        "repaired_by_source": dict(Counter(r.source for r in repaired if r.source)),
+    }
+    return out
+
+
+def _round(value: float) -> float:
+    return round(value, 4)
+
+
+def format_repair_table(results: dict[str, Any]) -> str:
+    """A markdown table of the headline metrics: all, natural, injected."""
+    keys = (*METRIC_KEYS, "reexec_ratio")
+    lines = ["| metric | all | natural | injected |", "|---|---|---|---|"]
+    for key in keys:
+        cells = [results.get(key), results.get("natural", {}).get(key), results.get("injected", {}).get(key)]
+        lines.append(f"| {key} | " + " | ".join("-" if c is None else str(c) for c in cells) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,43 @@
+"""What must be equal between executors: everything but timings, run ids and the executor's name."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from causal_middleware.faults.sweep import latest_records
+from causal_middleware.store.base import SpanStore
+
+
+def fp_comparable(results: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(results)
+    out.pop("timing")
+    out["config"].pop("executor", None)
+    for key in ("elapsed_s", "cpu_s"):
+        out["sweep"].pop(key)
+    for trace in out["traces"]:
+        trace.pop("run_id")
+    return out
+
+
+def repair_comparable(results: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(results)
+    out.pop("elapsed_s")
+    out["config"].pop("executor", None)
+    for row in out["runs"]:
+        row.pop("run_id")
+        row.pop("elapsed_s")
+    return out
+
+
+def unit_records(store: SpanStore) -> dict[str, dict[str, Any]]:
+    """Every unit's latest record, without run ids and timings, plus its fork's answer and outcome."""
+    out = {}
+    for key, record in latest_records(store).items():
+        row = record.model_dump(mode="json", exclude={"base_run_id", "fork_run_id", "elapsed_s"})
+        if record.fork_run_id is not None:
+            fork = store.get_trajectory(record.fork_run_id)
+            assert fork.lineage is not None and fork.lineage.parent_run_id == record.base_run_id
+            row["stored_fork"] = {"answer": fork.answer, "outcome": fork.outcome, "labels": fork.labels}
+        out[key] = row
+    return out
