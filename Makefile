@@ -9,7 +9,7 @@ PHOENIX_STAMP := $(PHOENIX_VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test lint typecheck unit bench install phoenix clean
+.PHONY: demo test lint typecheck unit bench install phoenix clean local-model test-model
 
 # The library with its dev and dense extras, and the benchmark package beside it (benchmarks/:
 # world, offline model, reference agent, suites; it adds demo / inject / bench to causal-mw).
@@ -40,7 +40,19 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy causal_middleware integrations benchmarks
 
 unit: $(STAMP) $(PHOENIX_STAMP)
-	PHOENIX_PYTHON=$(PHOENIX_VENV)/bin/python $(PY) -m pytest -q -n 2 --dist loadgroup
+	PHOENIX_PYTHON=$(PHOENIX_VENV)/bin/python $(PY) -m pytest -q -n 2 --dist loadgroup -m 'not model'
+
+# The local model (llama.cpp): the runtime built once without AMX and cached in
+# ~/.cache/causal-middleware/wheels/, the weights assembled into ~/.cache/causal-middleware/models/
+# and checked against their pinned sha256. MODELS=all adds Qwen2.5-Coder-1.5B.
+MODELS ?= qwen2.5-coder-0.5b,smollm2-135m
+local-model: $(STAMP)
+	$(PY) -m benchmarks.local_model.install --models $(MODELS)
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[local]'
+
+# The tests that run a real local model: alone, one process (they share one loaded model per file).
+test-model: $(STAMP)
+	$(PY) -m pytest -q -p no:xdist -m model tests/local_model
 
 test: lint typecheck unit
 

@@ -1,7 +1,7 @@
 """Repair on dissatisfaction: the user's correction in turn 2 queues a repair of turn 1's run.
 
 A ``create_agent`` chat agent (driven by a scripted chat model, so it runs offline in seconds) is
-instrumented with ``on_failure=RepairQueue(..., judge=DissatisfactionJudge(store))``. Turn 1
+instrumented with ``on_failure=RepairQueue(..., judge=DissatisfactionVerifier(store))``. Turn 1
 answers wrongly; in turn 2 the user says so. The dissatisfaction detector, run in the queue's
 worker thread, blames turn 1's run, which is annotated ``failure`` and handed to the repairer
 (here a function that prints what it got; in production a ``RepairService`` bound to a replayer).
@@ -19,8 +19,9 @@ from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from causal_middleware import instrument
-from causal_middleware.context.judges import DissatisfactionJudge
-from causal_middleware.repair import Judgement, RepairQueue
+from causal_middleware.context.judges import DissatisfactionVerifier
+from causal_middleware.protocols import Verdict
+from causal_middleware.repair import RepairQueue
 from causal_middleware.repair.models import CRSResult, RepairResult
 from causal_middleware.spans.model import Trajectory
 from causal_middleware.store.memory import InMemorySpanStore
@@ -41,13 +42,13 @@ def repairer(trajectory: Trajectory) -> RepairResult:
     return RepairResult(run_id=trajectory.run_id, status="no_flip", crs=crs, explanation="demo repairer")
 
 
-def report(run_id: str, judgement: Judgement, result: RepairResult | None) -> None:
-    print(f"run {run_id[:8]}: failed={judgement.failed}  {judgement.reason}")
+def report(run_id: str, verdict: Verdict, result: RepairResult | None) -> None:
+    print(f"run {run_id[:8]}: failed={verdict.failed}  {verdict.feedback}")
 
 
 def main() -> None:
     store = InMemorySpanStore()
-    queue = RepairQueue(repairer, judge=DissatisfactionJudge(store), store=store, on_result=report)
+    queue = RepairQueue(repairer, judge=DissatisfactionVerifier(store), store=store, on_result=report)
     model = ScriptedChatModel(
         responses=[
             AIMessage(content="The capital of Australia is Sydney."),

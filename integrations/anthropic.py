@@ -15,8 +15,7 @@ from typing import Any
 
 import anthropic
 from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import LanguageModelInput
-from langchain_core.language_models import LangSmithParams
+from langchain_core.language_models import LangSmithParams, LanguageModelInput
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,

@@ -16,7 +16,7 @@ def select_chat_model(prefer: Preference | None = None, **kwargs: Any) -> BaseCh
     """The chat model to run with.
 
     ``prefer=None``: :class:`AnthropicChatModel` when ``$ANTHROPIC_API_KEY`` is set, else
-    ``benchmarks.models.offline.OfflineChatModel``. ``"anthropic"`` insists on Claude (a
+    the ``offline`` model an installed package registers (the benchmark package's scripted model). ``"anthropic"`` insists on Claude (a
     missing key is a ValueError now, not at the first call); ``"offline"`` always gives the offline
     model. ``kwargs`` go to the chosen model's constructor.
     """
@@ -27,9 +27,29 @@ def select_chat_model(prefer: Preference | None = None, **kwargs: Any) -> BaseCh
         if not has_key and kwargs.get("client") is None:
             raise ValueError(f"prefer='anthropic' needs ${API_KEY_ENV} (or api_key=)")
         return AnthropicChatModel(**kwargs)
-    from benchmarks.models.offline import OfflineChatModel  # lazily: only the offline path needs it
+    return _registered_model("offline", **kwargs)
 
-    return OfflineChatModel(**kwargs)
+
+MODELS_GROUP = "causal_middleware.models"
+
+
+def _registered_model(name: str, **kwargs: Any) -> BaseChatModel:
+    """A chat model another installed package registers under ``name`` in the
+    ``causal_middleware.models`` entry-point group (the benchmark package registers ``offline``,
+    its deterministic scripted model); ValueError naming what to install when none does."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=MODELS_GROUP):
+        if ep.name == name:
+            factory = ep.load()
+            model = factory(**kwargs)
+            if not isinstance(model, BaseChatModel):
+                raise TypeError(f"model plugin {name!r} ({ep.value}) did not build a chat model")
+            return model
+    raise ValueError(
+        f"no {name!r} model is installed: it ships with the benchmark package "
+        "(benchmarks/ in a checkout; `make install`)"
+    )
 
 
 # --- model specs (``--model``) ----------------------------------------------------------------

@@ -33,9 +33,7 @@ def _ray() -> ModuleType:
     try:
         import ray
     except ImportError as exc:
-        raise RayMissingError(
-            "--executor ray needs Ray: pip install 'causal-middleware[ray]'"
-        ) from exc
+        raise RayMissingError("--executor ray needs Ray: pip install 'causal-middleware[ray]'") from exc
     return ray
 
 

@@ -18,6 +18,7 @@ from rank_bm25 import BM25Okapi
 
 from .world import Passage
 
+# The zoo agents stand for user code, so their retriever keeps its own tokenizer, not the library's.
 _WORD = re.compile(r"\w+")
 _STOP = frozenset("a an the of in on at to for by was is who what where when did which and it".split())
 

@@ -234,7 +234,9 @@ def run_fp(p: dict[str, Any]) -> dict[str, Any]:
     hops = p.get("hops", 3) if dataset_name == "world" else None
     executor_name = p.get("executor", "local")
     if executor_name != "local" and (p.get("store") or p.get("judge")):
-        raise ValueError(f"--executor {executor_name} runs without --store and --judge (both need --executor local)")
+        raise ValueError(
+            f"--executor {executor_name} runs without --store and --judge (both need --executor local)"
+        )
     dataset = load_dataset(dataset_name, p.get("n", 80), seed=seed, hops=hops)
     spec = ReferenceEnvSpec(
         dataset=dataset_name,
@@ -295,10 +297,12 @@ def run_fp(p: dict[str, Any]) -> dict[str, Any]:
 
 def load_judge(spec: str) -> Any:
     """The judge chat model: ``module:attr`` (an instance, class or factory), or a Claude model name."""
-    if ":" in spec:
-        from causal_middleware.cli.live_agent import load_spec
+    from causal_middleware.integrations.models import is_model_spec
 
-        return load_spec(spec, "judge")
+    if is_model_spec(spec) or ":" in spec:
+        from causal_middleware.cli.live_agent import load_chat_model
+
+        return load_chat_model(spec, "judge")
     import os
 
     from causal_middleware.integrations.anthropic import API_KEY_ENV, AnthropicChatModel

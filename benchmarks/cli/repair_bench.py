@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from benchmarks.cli.executor import add_executor_args, check_executor_args
 from causal_middleware.cli._common import add_json_arg, print_json
 
 
@@ -38,6 +39,7 @@ def register_bench(bench_subparsers: Any) -> None:
         default=0.0,
         help="the offline model's sampling temperature in [0, 1] (default 0: deterministic re-runs)",
     )
+    add_executor_args(p)
     add_json_arg(p)
     p.set_defaults(func=_bench)
 
@@ -53,6 +55,7 @@ def _bench(args: argparse.Namespace) -> int:
         raise ValueError(f"--n must be at least 1, got {args.n}")
     if not 0.0 <= args.temperature <= 1.0:
         raise ValueError(f"--temperature must be in [0, 1], got {args.temperature}")
+    check_executor_args(args)
     started = time.perf_counter()
 
     def say(message: str) -> None:
@@ -68,6 +71,8 @@ def _bench(args: argparse.Namespace) -> int:
             "max_injected": args.max_injected,
             "k": args.k,
             "temperature": args.temperature,
+            "executor": args.executor,
+            "address": args.address,
             "progress": None if args.json else say,
         }
     )

@@ -12,7 +12,10 @@ from typing import Any
 SUITES: dict[str, tuple[str, str]] = {
     "agents": ("benchmarks.agents.__main__", "adapter-free diagnosis and repair on agents of five shapes"),
     "reference": ("benchmarks.agents.reference", "the reference agent with and without its adapter"),
-    "reliability": ("benchmarks.reliability.__main__", "store crashes, secrets, prompt injection, bad imports"),
+    "reliability": (
+        "benchmarks.reliability.__main__",
+        "store crashes, secrets, prompt injection, bad imports",
+    ),
     "perf": ("benchmarks.perf.__main__", "instrumentation overhead, store at scale, fork cost (JSON)"),
     "scale": ("benchmarks.scale.__main__", "Postgres ingest from several writers, queue throughput"),
     "whowhen": ("benchmarks.foreign.whowhen", "Who&When agent / step accuracy beside published baselines"),

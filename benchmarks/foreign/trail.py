@@ -235,12 +235,19 @@ def score(cases: Sequence[Case], predictions: Sequence[Prediction]) -> dict[str,
     pairs = list(zip(cases, predictions, strict=True))
     location = location_hits(cases, predictions)
     hop = [p.group is not None and p.group in c.gold_groups for c, p in pairs]
-    category = [p.category is not None and any(p.category in v for v in c.categories.values()) for c, p in pairs]
+    category = [
+        p.category is not None and any(p.category in v for v in c.categories.values()) for c, p in pairs
+    ]
     joint = [
         p.span is not None and p.category is not None and p.category in c.categories.get(p.span, set())
         for c, p in pairs
     ]
-    return {"location": _rate(location), "hop": _rate(hop), "category": _rate(category), "joint": _rate(joint)}
+    return {
+        "location": _rate(location),
+        "hop": _rate(hop),
+        "category": _rate(category),
+        "joint": _rate(joint),
+    }
 
 
 def expected_random(cases: Sequence[Case]) -> dict[str, float]:
@@ -367,7 +374,9 @@ def _table(result: dict[str, Any]) -> str:
     for name, row in result["not_run"].items():
         lines.append(f"{name:<18}run: false ({row['reason']})")
     t = result["target"]
-    lines.append(f"target (location > {t['bar_location']:.3f}): {'met' if t['met'] else 'not met'} by {t['best']}")
+    lines.append(
+        f"target (location > {t['bar_location']:.3f}): {'met' if t['met'] else 'not met'} by {t['best']}"
+    )
     e = result["expected_random"]
     lines.append(
         f"random (expected): LLM span location {e['random_llm_location']:.3f}, hop "
@@ -386,7 +395,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "data", help="the trail folder (traces/ and annotations/), or a traces/<subset> folder"
     )
     parser.add_argument(
-        "--methods", default=None, help="comma-separated passive diagnosers (default: every one that runs offline)"
+        "--methods",
+        default=None,
+        help="comma-separated passive diagnosers (default: every one that runs offline)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random baselines' draws")
     parser.add_argument("--limit", type=int, default=None, help="score only the first N trace files")

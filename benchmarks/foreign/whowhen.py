@@ -254,7 +254,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("data", help="the who_and_when folder (holding the subsets) or one subset folder")
     parser.add_argument(
-        "--methods", default=None, help="comma-separated passive diagnosers (default: every one that runs offline)"
+        "--methods",
+        default=None,
+        help="comma-separated passive diagnosers (default: every one that runs offline)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random baseline's draw")
     parser.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")

@@ -59,26 +59,35 @@ def agent_calls(n_questions: int, seed: int = 0) -> list[list[BaseMessage]]:
     return calls
 
 
-def throughput(model: LlamaCppChatModel, messages: list[BaseMessage]) -> dict[str, float]:
-    cold = model.model_copy(update={"prefix_cache": "off"})
-    timings = {}
-    for n in (8, 40):
+COUNTING = ", ".join(str(n) for n in range(1, 21)) + ","
+
+
+def _raw_generation(model: LlamaCppChatModel, max_tokens: int) -> tuple[float, int]:
+    """(seconds, generated tokens) of a plain completion that continues a count (no chat template:
+    every model keeps counting, whereas small chat models stop early when asked to count)."""
+    loaded = model.model_copy(update={"prefix_cache": "off"}).loaded()
+    with loaded.lock:
+        loaded.llama.reset()
         started = time.perf_counter()
-        reply = cold.invoke(messages, max_tokens=n)
-        timings[n] = (time.perf_counter() - started, reply.usage_metadata or {})
-    (t_short, u_short), (t_long, u_long) = timings[8], timings[40]
-    gen_tokens = int(u_long.get("output_tokens", 0)) - int(u_short.get("output_tokens", 0))
-    prompt_tokens = int(u_short.get("input_tokens", 0))
-    # the short call is ~all prompt evaluation; take its generation share out with the measured rate
-    gen_rate = gen_tokens / (t_long - t_short) if gen_tokens > 0 and t_long > t_short else float("nan")
-    prompt_time = (
-        t_short - int(u_short.get("output_tokens", 0)) / gen_rate if gen_rate == gen_rate else t_short
-    )
+        result = loaded.llama.create_completion(COUNTING, max_tokens=max_tokens, temperature=0.0, top_k=1)
+        return time.perf_counter() - started, int(result["usage"]["completion_tokens"])
+
+
+def throughput(model: LlamaCppChatModel, read_prompt: list[BaseMessage]) -> dict[str, float]:
+    """Prompt tok/s on a READ prompt (one generated token, empty cache); generation tok/s from two
+    completions of one prompt that differ only in length (the prompt's cost cancels out)."""
+    cold = model.model_copy(update={"prefix_cache": "off"})
+    started = time.perf_counter()
+    usage = cold.invoke(read_prompt, max_tokens=1).usage_metadata or {}
+    t_prompt, n_prompt = time.perf_counter() - started, int(usage.get("input_tokens", 0))
+    t_short, n_short = _raw_generation(model, 8)
+    t_long, n_long = _raw_generation(model, 72)
+    gen = (n_long - n_short) / (t_long - t_short) if n_long > n_short and t_long > t_short else float("nan")
     return {
-        "prompt_tokens": prompt_tokens,
-        "prompt_tok_s": round(prompt_tokens / prompt_time, 1),
-        "gen_tok_s": round(gen_rate, 1),
-        "gen_tokens_measured": gen_tokens,
+        "prompt_tokens": n_prompt,
+        "prompt_tok_s": round(n_prompt / t_prompt, 1),
+        "gen_tok_s": round(gen, 1),
+        "gen_tokens_measured": n_long - n_short,
     }
 
 
@@ -113,9 +122,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default=",".join(DEFAULT_MODELS))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--questions", type=int, default=3)
+    parser.add_argument("--skip-cache", action="store_true", help="throughput only")
     parser.add_argument("--out")
     args = parser.parse_args(argv)
-    calls = agent_calls(args.questions)
+    calls = agent_calls(max(args.questions, 1))
     result: dict[str, Any] = {
         "setup": {"threads": args.threads, "calls_per_pass": len(calls), "cpu_count": os.cpu_count()},
         "models": {},
@@ -126,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         model.loaded()
         entry: dict[str, Any] = {"load_s": round(time.perf_counter() - started, 2)}
         entry.update(throughput(model, calls[1]))
-        entry["prefix_cache"] = cache_modes(model, calls)
+        if not args.skip_cache:
+            entry["prefix_cache"] = cache_modes(model, calls)
         result["models"][name] = entry
         print(json.dumps({name: entry}), flush=True, file=sys.stderr)
     text = json.dumps(result, indent=2)

@@ -6,7 +6,7 @@ issue's "today" figure and its target. Parts (each a module of this package):
 * ``overhead``: instrumentation overhead per run on graphs (a) and (b), against the raw-span
   floor, OpenInference, with OTLP export + redaction, 30 against 3 hops, and the caller-thread
   time of the store hand-over (:mod:`benchmarks.perf.overhead`);
-* ``redaction``: the OTLP content policy per run, this checkout's against git ``HEAD``'s;
+* ``redaction``: the OTLP content policy per run, this checkout's against ``--before-ref``'s;
 * ``store``: the span store at N synthesised runs (default 10,000; ``--quick`` 2,000): ingest,
   bytes per span, listing / filter / ``get_trajectory`` p50s, against git ``HEAD``'s store;
 * ``forks``: a fork's fixed cost, ``frozen`` / ``regenerate`` forks against a fresh run.
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -114,10 +115,16 @@ ROWS: tuple[tuple[str, str, float | None, str, str], ...] = (
         "redaction.hops_3.after_ms_per_run",
         "",
     ),
-    ("redaction speedup at 3 hops, now / git HEAD", "4.4 (pre-checks)", None, "redaction.hops_3.speedup", ""),
-    ("redaction speedup at 30 hops, now / git HEAD", "-", None, "redaction.hops_30.speedup", ""),
+    (
+        "redaction speedup at 3 hops, now / before-ref",
+        "4.4 (pre-checks)",
+        None,
+        "redaction.hops_3.speedup",
+        "",
+    ),
+    ("redaction speedup at 30 hops, now / before-ref", "-", None, "redaction.hops_30.speedup", ""),
     ("store ingest, spans/s", "7,311", 15000.0, "store.after.ingest_spans_per_s", ">="),
-    ("store ingest, now / git HEAD in-process", "-", None, "store.speedup.ingest", ""),
+    ("store ingest, now / before-ref in-process", "-", None, "store.speedup.ingest", ""),
     ("store bytes per span", "3,435", 1000.0, "store.after.bytes_per_span", "<="),
     ("list_runs() p50, ms", "22.5 (10k)", 5.0, "store.after.list_runs_p50_ms", "<="),
     ("label filter 25 % p50, ms", "65 (10k)", 5.0, "store.after.label_25pct_p50_ms", "<="),
@@ -127,6 +134,80 @@ ROWS: tuple[tuple[str, str, float | None, str, str], ...] = (
     ("frozen fork at hop 1 / fresh run", "1.10x", 0.3, "forks.after.frozen_hop1_x_fresh", "<="),
     ("regenerate fork at hop 1 / fresh run", "1.52x", 1.1, "forks.after.regenerate_hop1_x_fresh", "<="),
     ("reading a fork again, ms", "-", None, "forks.after.read_fork_ms", ""),
+    # the same figures for --before-ref's code, measured in the same process (when it loads)
+    (
+        "before-ref: graph (a) default overhead / floor",
+        "4.1x",
+        None,
+        "overhead.graph_a.variants.before_sqlite.x_floor",
+        "",
+    ),
+    (
+        "before-ref: graph (b) default overhead / floor",
+        "4.6x",
+        None,
+        "overhead.graph_b.variants.before_sqlite.x_floor",
+        "",
+    ),
+    (
+        "before-ref: graph (b) OTLP + redaction / OpenInference's",
+        "1.15x",
+        None,
+        "overhead.graph_b.variants.before_otlp.x_openinference",
+        "",
+    ),
+    (
+        "before-ref: graph (b) default, background work included, ms",
+        "-",
+        None,
+        "overhead.graph_b.variants.before_sqlite.drained_ms",
+        "",
+    ),
+    (
+        "before-ref: graph (b) OTLP, background work included, ms",
+        "-",
+        None,
+        "overhead.graph_b.variants.before_otlp.drained_ms",
+        "",
+    ),
+    (
+        "graph (b): OTLP, background work included, ms",
+        "-",
+        None,
+        "overhead.graph_b.variants.ours_otlp.drained_ms",
+        "",
+    ),
+    ("before-ref: ratio at 30 hops / at 3 hops", "1.41", None, "overhead.growth.before_ratio_30_over_3", ""),
+    ("stored bytes per run, 3 hops", "-", None, "overhead.growth.bytes_per_run_3_hops", ""),
+    (
+        "before-ref: stored bytes per run, 3 hops",
+        "-",
+        None,
+        "overhead.growth.before_bytes_per_run_3_hops",
+        "",
+    ),
+    ("stored bytes per run, 30 hops", "-", None, "overhead.growth.bytes_per_run_30_hops", ""),
+    (
+        "before-ref: stored bytes per run, 30 hops",
+        "-",
+        None,
+        "overhead.growth.before_bytes_per_run_30_hops",
+        "",
+    ),
+    ("before-ref: redaction per run, 3 hops, ms", "5.46", None, "redaction.hops_3.before_ms_per_run", ""),
+    ("before-ref: store ingest, spans/s", "7,311", None, "store.before.ingest_spans_per_s", ""),
+    ("before-ref: store bytes per span", "3,435", None, "store.before.bytes_per_span", ""),
+    ("before-ref: get_trajectory p50, ms", "~8", None, "store.before.get_trajectory_p50_ms", ""),
+    ("before-ref: fork fixed cost, ms", "~20", None, "forks.before.fork_fixed_cost_ms", ""),
+    ("before-ref: frozen fork at hop 1 / fresh run", "1.10x", None, "forks.before.frozen_hop1_x_fresh", ""),
+    (
+        "before-ref: regenerate fork at hop 1 / fresh run",
+        "1.52x",
+        None,
+        "forks.before.regenerate_hop1_x_fresh",
+        "",
+    ),
+    ("before-ref: reading a fork again, ms", "-", None, "forks.before.read_fork_ms", ""),
 )
 
 
@@ -169,6 +250,24 @@ def _print(rows: list[dict[str, Any]]) -> None:
         print(f"{r['figure']:<{width}}  {r['today']:>11}  {target:>8}  {now:>10}  {met}")
 
 
+def _known_revision(ref: str) -> bool:
+    """Whether ``ref`` names a commit here (True outside a git checkout: there is no 'before')."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        inside = subprocess.run(["git", "rev-parse", "--git-dir"], cwd=root, capture_output=True, check=False)
+        if inside.returncode != 0:
+            return True
+        found = subprocess.run(
+            ["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+            cwd=root,
+            capture_output=True,
+            check=False,
+        )
+    except OSError:
+        return True
+    return found.returncode == 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.perf", description=__doc__.split("\n\n")[1])
     parser.add_argument("--out", required=True, metavar="DIR", help="folder for perf.json")
@@ -176,10 +275,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=None, help="runs in the synthesised store (default 10000)")
     parser.add_argument("--no-before", action="store_true", help="skip git HEAD's store in the store part")
     parser.add_argument("--only", choices=PARTS, action="append", help="only this part (repeatable)")
+    parser.add_argument(
+        "--before-ref",
+        default="HEAD",
+        metavar="REF",
+        help="git revision whose store, redactor and fork path are the in-process 'before' (default HEAD)",
+    )
     args = parser.parse_args(argv)
     n_runs = args.n if args.n is not None else (2_000 if args.quick else 10_000)
     if n_runs < 10:
         print(f"error: --n must be at least 10, got {n_runs}", file=sys.stderr)
+        return 2
+    if not _known_revision(args.before_ref):
+        print(
+            f"error: --before-ref {args.before_ref!r} is not a git revision of this checkout", file=sys.stderr
+        )
         return 2
     out = Path(args.out)
     try:
@@ -193,11 +303,14 @@ def main(argv: list[str] | None = None) -> int:
     for part in args.only or PARTS:
         print(f"running {part} ...", file=sys.stderr)
         if part == "store":
-            result["store"] = store.run(n_runs, before=not args.no_before, workdir=out)
-        else:
-            result[part] = {"overhead": overhead, "redaction": redaction, "forks": forks}[part].run(
-                quick=args.quick
+            result["store"] = store.run(
+                n_runs, before=not args.no_before, workdir=out, before_ref=args.before_ref
             )
+        elif part == "overhead":
+            result[part] = overhead.run(quick=args.quick, before_ref=args.before_ref)
+        else:
+            module = {"redaction": redaction, "forks": forks}[part]
+            result[part] = module.run(quick=args.quick, before_ref=args.before_ref)
     result["summary"] = summary(result)
     path = out / "perf.json"
     path.write_text(json.dumps(result, indent=2) + "\n")

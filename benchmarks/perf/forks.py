@@ -66,10 +66,12 @@ def _timed(work: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - start, out
 
 
-def run(*, quick: bool = False) -> dict[str, Any]:
+def run(*, quick: bool = False, before_ref: str = "HEAD") -> dict[str, Any]:
     rounds = 8 if quick else 40
     folder = Path(tempfile.mkdtemp(prefix="perf-forks-"))
-    head = head_module("causal_middleware/store/sqlite.py", "causal_middleware.store._sqlite_head_forks")
+    head = head_module(
+        "causal_middleware/store/sqlite.py", "causal_middleware.store._sqlite_head_forks", before_ref
+    )
     setups = {"after": _Setup(SqliteSpanStore(folder / "after.db"))}
     if head is not None:
         setups["before"] = _Setup(head.SqliteSpanStore(folder / "before.db"))
@@ -93,7 +95,12 @@ def run(*, quick: bool = False) -> dict[str, Any]:
     finally:
         for setup in setups.values():
             setup.close()
-    out: dict[str, Any] = {"rounds": rounds, "hops": HOPS, "store": "SqliteSpanStore"}
+    out: dict[str, Any] = {
+        "rounds": rounds,
+        "hops": HOPS,
+        "store": "SqliteSpanStore",
+        "before_ref": before_ref if head is not None else None,
+    }
     for name in setups:
         med = {k: statistics.median(v) * 1e3 for k, v in times[name].items()}
         fresh = med["fresh_run"]

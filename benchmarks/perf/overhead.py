@@ -22,14 +22,17 @@ run's end spends handing the run to the store (on the caller's thread): p50 / p9
 from __future__ import annotations
 
 import gc
+import sqlite3
 import statistics
 import tempfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+from causal_middleware.integrations.langgraph.extract import value_attributes
 from causal_middleware.integrations.langgraph.instrument import SPAN_LIMITS, _resource, instrument
 from langchain_core.callbacks import BaseCallbackHandler
 from langgraph.checkpoint.memory import InMemorySaver
@@ -39,9 +42,16 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import set_span_in_context
 
-from causal_middleware.spans.export import RunSpanProcessor, build_otlp_processor
+from causal_middleware.spans import attributes as A
+from causal_middleware.spans.export import (
+    BoundedBatchSpanProcessor,
+    FailOpenExporter,
+    RunSpanProcessor,
+    build_otlp_processor,
+)
 
 from .graphs import ANSWER, build_chain_graph, chain_input
+from .redaction import head_module
 
 VARIANTS = ("none", "floor", "ours_memory", "ours_sqlite", "ours_otlp", "openinference")
 
@@ -93,7 +103,14 @@ def _percentile(values: list[float], q: float) -> float:
 class _Bench:
     """The variants of one graph shape, ready to run."""
 
-    def __init__(self, hops: int, checkpointer: bool, folder: Path, variants: Sequence[str]) -> None:
+    def __init__(
+        self,
+        hops: int,
+        checkpointer: bool,
+        folder: Path,
+        variants: Sequence[str],
+        before: tuple[ModuleType, ModuleType] | None = None,
+    ) -> None:
         self.hops = hops
         self.checkpointer = checkpointer
         self.variants = list(variants)
@@ -164,6 +181,37 @@ class _Bench:
 
             self.flushers["ours_otlp"] = flush_otlp
 
+        if before is not None and "before_sqlite" in self.variants:
+            old_store, old_content = before
+            self.before_path = folder / f"before-{hops}-{int(checkpointer)}.db"
+            old = _as_before(instrument(make(), store=old_store.SqliteSpanStore(self.before_path)))
+            self.closers.append(old.shutdown)
+            self.run["before_sqlite"] = lambda: old.invoke(dict(self.input), self._config())
+            self.flushers["before_sqlite"] = lambda: old.flush(30)
+            if "before_otlp" in self.variants:
+                old_tp = TracerProvider(resource=_resource(), span_limits=SPAN_LIMITS)
+                old_processor = BoundedBatchSpanProcessor(
+                    FailOpenExporter(old_content.ContentFilterExporter(EncodingExporter()), "export.otlp")
+                )
+                old_tp.add_span_processor(old_processor)
+                old_otlp = _as_before(
+                    instrument(
+                        make(),
+                        store=old_store.SqliteSpanStore(
+                            folder / f"before-otlp-{hops}-{int(checkpointer)}.db"
+                        ),
+                        tracer_provider=old_tp,
+                    )
+                )
+                self.closers += [old_otlp.shutdown, old_tp.shutdown]
+                self.run["before_otlp"] = lambda: old_otlp.invoke(dict(self.input), self._config())
+
+                def flush_old_otlp() -> None:
+                    old_otlp.flush(30)
+                    old_processor.force_flush(30_000)
+
+                self.flushers["before_otlp"] = flush_old_otlp
+
         if "openinference" in self.variants:
             from openinference.instrumentation.langchain import LangChainInstrumentor
 
@@ -181,6 +229,7 @@ class _Bench:
                 oi_exporter.clear()
 
             self.run["openinference"] = run_oi
+        self.variants = [n for n in self.variants if n in self.run]
         self.run = {name: self.run[name] for name in self.variants}
 
     def _config(self) -> dict[str, Any]:
@@ -240,7 +289,7 @@ class _Bench:
         v = out["variants"]
         floor = v.get("floor", {}).get("overhead_ms")
         oi = v.get("openinference", {}).get("overhead_ms")
-        for name in ("ours_memory", "ours_sqlite", "ours_otlp"):
+        for name in ("ours_memory", "ours_sqlite", "ours_otlp", "before_sqlite", "before_otlp"):
             if name in v and floor:
                 v[name]["x_floor"] = round(v[name]["overhead_ms"] / floor, 2)
             if name in v and oi:
@@ -252,13 +301,19 @@ class _Bench:
                 "max": round(max(self.handover) * 1e3, 4),
                 "n": len(self.handover),
             }
-        if hasattr(self, "sqlite_path"):
-            self.ours_sqlite.flush(30)
-            store = self.ours_sqlite.store
-            store._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # type: ignore[union-attr]
-            n_runs = len(store.list_runs(limit=None))  # type: ignore[union-attr]
-            size = sum(p.stat().st_size for p in self.sqlite_path.parent.glob(self.sqlite_path.name + "*"))
-            out["stored_bytes_per_run"] = round(size / max(n_runs, 1))
+        for key, path, graph in (
+            ("stored_bytes_per_run", getattr(self, "sqlite_path", None), getattr(self, "ours_sqlite", None)),
+            ("before_stored_bytes_per_run", getattr(self, "before_path", None), None),
+        ):
+            if path is None:
+                continue
+            if graph is not None:
+                graph.flush(30)
+            with sqlite3.connect(path) as conn:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                n_runs = conn.execute("SELECT count(*) FROM runs WHERE is_run = 1").fetchone()[0]
+            size = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+            out[key] = round(size / max(n_runs, 1))
         return out
 
     def close(self) -> None:
@@ -269,20 +324,41 @@ class _Bench:
                 pass
 
 
-def run(*, quick: bool = False, rounds: int | None = None) -> dict[str, Any]:
+def _as_before(graph: Any) -> Any:
+    """An instrumented graph whose node spans carry the whole input, as before issue 16."""
+    handler = graph.handler
+    handler._node_input = lambda run, inputs: value_attributes(A.INPUT_VALUE, A.INPUT_MIME_TYPE, inputs)
+    return graph
+
+
+def run(*, quick: bool = False, rounds: int | None = None, before_ref: str | None = None) -> dict[str, Any]:
     """Graphs (a) and (b) with every variant, then graph (b)'s shape at 30 hops (none, floor,
-    ours_sqlite) for the growth ratio."""
+    ours_sqlite) for the growth ratio. With ``before_ref`` (a git revision), ``before_sqlite`` /
+    ``before_otlp`` run that revision's store and redactor with node spans carrying the whole
+    input, interleaved with the rest."""
     n = rounds or (40 if quick else 300)
     warmup = 5 if quick else 15
     folder = Path(tempfile.mkdtemp(prefix="perf-overhead-"))
     result: dict[str, Any] = {"rounds": n, "id": uuid.uuid4().hex[:8]}
+    before = None
+    if before_ref is not None:
+        old_store = head_module(
+            "causal_middleware/store/sqlite.py", "causal_middleware.store._sqlite_before", before_ref
+        )
+        old_content = head_module(
+            "causal_middleware/spans/content.py", "causal_middleware.spans._content_before", before_ref
+        )
+        if old_store is not None and old_content is not None:
+            before = (old_store, old_content)
+            result["before_ref"] = before_ref
+    extra = ("before_sqlite", "before_otlp") if before is not None else ()
     shapes = {
-        "graph_a": (3, False, VARIANTS, n),
-        "graph_b": (3, True, VARIANTS, n),
-        "graph_b_30_hops": (30, True, ("none", "floor", "ours_sqlite"), max(10, n // 4)),
+        "graph_a": (3, False, VARIANTS + extra, n),
+        "graph_b": (3, True, VARIANTS + extra, n),
+        "graph_b_30_hops": (30, True, ("none", "floor", "ours_sqlite", *extra[:1]), max(10, n // 4)),
     }
     for key, (hops, ckpt, variants, k) in shapes.items():
-        bench = _Bench(hops, ckpt, folder, variants)
+        bench = _Bench(hops, ckpt, folder, variants, before)
         try:
             result[key] = bench.measure(k, warmup)
         finally:
@@ -297,6 +373,14 @@ def run(*, quick: bool = False, rounds: int | None = None) -> dict[str, Any]:
         "bytes_per_run_30_hops": result["graph_b_30_hops"].get("stored_bytes_per_run"),
     }
     b3, b30 = result["growth"]["bytes_per_run_3_hops"], result["growth"]["bytes_per_run_30_hops"]
+    old3 = result["graph_b"]["variants"].get("before_sqlite", {}).get("ratio_to_none")
+    old30 = result["graph_b_30_hops"]["variants"].get("before_sqlite", {}).get("ratio_to_none")
+    if old3 and old30:
+        result["growth"]["before_ratio_30_over_3"] = round(old30 / old3, 3)
+        result["growth"]["before_bytes_per_run_3_hops"] = result["graph_b"].get("before_stored_bytes_per_run")
+        result["growth"]["before_bytes_per_run_30_hops"] = result["graph_b_30_hops"].get(
+            "before_stored_bytes_per_run"
+        )
     if b3 and b30:
         result["growth"]["bytes_30_over_3"] = round(b30 / b3, 1)
     return result

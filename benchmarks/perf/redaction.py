@@ -26,12 +26,12 @@ from causal_middleware.spans.content import ContentPolicy
 from .graphs import build_chain_graph, chain_input
 
 
-def head_module(path: str, name: str) -> ModuleType | None:
-    """``path`` as git ``HEAD`` has it, loaded as module ``name``; None outside a git checkout."""
+def head_module(path: str, name: str, ref: str = "HEAD") -> ModuleType | None:
+    """``path`` as git ``ref`` has it, loaded as module ``name``; None outside a git checkout."""
     root = Path(__file__).resolve().parents[2]
     try:
         source = subprocess.run(
-            ["git", "show", f"HEAD:{path}"], cwd=root, capture_output=True, text=True, check=True
+            ["git", "show", f"{ref}:{path}"], cwd=root, capture_output=True, text=True, check=True
         ).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
@@ -65,13 +65,15 @@ def _plain(span: Any) -> tuple[Any, ...]:
     )
 
 
-def run(*, quick: bool = False) -> dict[str, Any]:
-    head = head_module("causal_middleware/spans/content.py", "causal_middleware.spans._content_head")
+def run(*, quick: bool = False, before_ref: str = "HEAD") -> dict[str, Any]:
+    head = head_module(
+        "causal_middleware/spans/content.py", "causal_middleware.spans._content_head", before_ref
+    )
     policies: dict[str, Any] = {"after": ContentPolicy()}
     if head is not None:
         policies["before"] = head.ContentPolicy()
     rounds = 15 if quick else 60
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"before_ref": before_ref if head is not None else None}
     for hops in (3, 30):
         spans = recorded_spans(hops)
         times: dict[str, list[float]] = {name: [] for name in policies}

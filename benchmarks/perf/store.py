@@ -199,12 +199,12 @@ def default_plan(store: Any) -> list[str]:
     return [str(row[3]) for row in store._conn.execute("EXPLAIN QUERY PLAN " + listing[-1])]
 
 
-def head_store_module() -> ModuleType | None:
+def head_store_module(ref: str = "HEAD") -> ModuleType | None:
     """The SQLite store of git HEAD as a module of its own, or None outside a git checkout."""
     root = Path(__file__).resolve().parents[2]
     try:
         source = subprocess.run(
-            ["git", "show", "HEAD:causal_middleware/store/sqlite.py"],
+            ["git", "show", f"{ref}:causal_middleware/store/sqlite.py"],
             cwd=root,
             capture_output=True,
             text=True,
@@ -224,16 +224,25 @@ def head_store_module() -> ModuleType | None:
 
 
 def run(
-    n_runs: int = 10_000, *, before: bool = True, workdir: str | os.PathLike[str] | None = None
+    n_runs: int = 10_000,
+    *,
+    before: bool = True,
+    workdir: str | os.PathLike[str] | None = None,
+    before_ref: str = "HEAD",
 ) -> dict[str, Any]:
     template = template_run()
     folder = Path(tempfile.mkdtemp(prefix="perf-store-", dir=workdir))
-    head = head_store_module() if before else None
+    head = head_store_module(before_ref) if before else None
     paths = {"after": folder / "after.db", "before": folder / "before.db"}
     stores: dict[str, Any] = {"after": SqliteSpanStore(paths["after"])}
     if head is not None:
         stores["before"] = head.SqliteSpanStore(paths["before"])
-    result: dict[str, Any] = {"n_runs": n_runs, "batch_runs": BATCH_RUNS, "cpus": os.cpu_count()}
+    result: dict[str, Any] = {
+        "n_runs": n_runs,
+        "batch_runs": BATCH_RUNS,
+        "cpus": os.cpu_count(),
+        "before_ref": before_ref if head is not None else None,
+    }
     try:
         figures = ingest(stores, template, n_runs)
         for name, store in stores.items():

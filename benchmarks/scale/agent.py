@@ -30,8 +30,15 @@ def _example() -> Any:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # pydantic resolves the retriever's annotations through it
-    os.environ.setdefault("MY_AGENT_CHECKPOINTS", ":memory:")
-    spec.loader.exec_module(module)
+    saved = os.environ.get("MY_AGENT_CHECKPOINTS")
+    os.environ["MY_AGENT_CHECKPOINTS"] = ":memory:"  # for the example's import only: never leak it
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        if saved is None:
+            del os.environ["MY_AGENT_CHECKPOINTS"]
+        else:
+            os.environ["MY_AGENT_CHECKPOINTS"] = saved
     return module
 
 

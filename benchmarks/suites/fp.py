@@ -42,8 +42,7 @@ from causal_middleware.attribution.base import Diagnoser, Diagnosis, DiagnosisCo
 from causal_middleware.attribution.registry import available, get_diagnoser
 from causal_middleware.faults.distributed import EnvSpec, ExtraRecord
 from causal_middleware.faults.executor import Executor
-from causal_middleware.faults.model import UnitRecord
-from causal_middleware.faults.model import FAULT_SETS, ContentOutcome, FaultFamily, FaultLabel
+from causal_middleware.faults.model import FAULT_SETS, ContentOutcome, FaultFamily, FaultLabel, UnitRecord
 from causal_middleware.faults.sweep import SweepEnvironment, latest_records, run_sweep
 from causal_middleware.spans.model import Trajectory
 from causal_middleware.store.base import SpanStore
@@ -292,7 +291,9 @@ def run_fp_bench(
     cpu_started = time.process_time()
     remote = executor is not None and executor.remote
     if remote and chat_model is not None:
-        raise ValueError("a remote executor diagnoses offline: run the LLM diagnosers with the local executor")
+        raise ValueError(
+            "a remote executor diagnoses offline: run the LLM diagnosers with the local executor"
+        )
     env = build_env(dataset, store)
     try:
         sweep = run_sweep(

@@ -54,9 +54,10 @@ from causal_middleware.faults.distributed import EnvSpec, worker_environment
 from causal_middleware.faults.executor import Executor
 from causal_middleware.faults.model import FaultFamily
 from causal_middleware.faults.sweep import SweepEnvironment, _Sweep, iter_units, run_sweep
+from causal_middleware.protocols import Proposer
 from causal_middleware.repair.crs import ForkCache
 from causal_middleware.repair.models import RepairResult
-from causal_middleware.repair.proposers import OfflineProposer, Proposer
+from causal_middleware.repair.proposers import OfflineProposer
 from causal_middleware.repair.service import RepairConfig, repair_run
 from causal_middleware.repair.verifiers import ReferenceVerifier
 from causal_middleware.retrieval.base import Index
@@ -303,11 +304,11 @@ class RepairWorker:
             sweep = _Sweep(env, seed=self.seed, persistent=False, on_unit=lambda record: None)
             for record in sweep.run_question(question, list(job.injected)):
                 if record.status == "done" and record.outcome != "recovered" and record.fork_run_id:
-                    key = ("injected", question.id, record.family, record.requested_hop)
-                    failed.append((key, record.fork_run_id))
+                    unit_key: _RowKey = ("injected", question.id, record.family, record.requested_hop)
+                    failed.append((unit_key, record.fork_run_id))
         repairer = OfflineProposer(env.adapter, env.scoped_index)
         cache = ForkCache()
-        out = []
+        out: list[tuple[_RowKey, FailedRun]] = []
         for key, run_id in failed:
             began = time.perf_counter()
             result = repair_run(
@@ -345,7 +346,9 @@ def _repair_remote(
     keys: list[_RowKey] = [(kind, question.id, family, depth) for _run, kind, question, family, depth in todo]
     missing = [key for key in keys if key not in rows]
     if missing:
-        raise RuntimeError(f"the workers re-made these failed runs as successes (a nondeterministic agent?): {missing}")
+        raise RuntimeError(
+            f"the workers re-made these failed runs as successes (a nondeterministic agent?): {missing}"
+        )
     return [rows[key] for key in keys]
 
 

@@ -20,7 +20,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from causal_middleware.replay.protocol import ForkBackend, SuffixMode
+from causal_middleware.protocols import ForkBackend
+from causal_middleware.replay.request import SuffixMode
 from causal_middleware.spans.model import Trajectory
 from causal_middleware.store.stitch import at_root, executed_node_steps
 

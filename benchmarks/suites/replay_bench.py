@@ -22,7 +22,7 @@ from benchmarks.reference_agent import (
     run_question,
 )
 from benchmarks.suites.replay import run_replay_bench
-from causal_middleware.replay.protocol import SuffixMode
+from causal_middleware.replay.request import SuffixMode
 from causal_middleware.store.memory import InMemorySpanStore
 
 __all__ = ["reference_replay_bench"]

@@ -23,12 +23,12 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 from langchain_core.language_models import BaseChatModel
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from causal_middleware.attribution.targets import fill_targets
 from causal_middleware.faults.model import Stage
+from causal_middleware.protocols import ForkBackend, Proposer, Verifier
 from causal_middleware.replay.adapter import AgentAdapter
-from causal_middleware.replay.protocol import ForkBackend
 from causal_middleware.retrieval.base import Index
 from causal_middleware.spans.model import Trajectory
 from causal_middleware.tasks.model import Question
@@ -143,10 +143,11 @@ class DiagnosisContext(BaseModel):
     * ``chat_model``: the judge / tracer model of the LLM diagnosers;
     * ``question``: the question with its gold answer and decomposition (gold information);
     * ``reference``: a gold answer when no ``question`` is given (defaults to the run's own);
-    * ``verifier``: ``callable(answer) -> bool``, or an object with ``verify(trajectory)``
-      returning a verdict with ``.success`` (the repair package's verifiers); default: answer
+    * ``verifier``: a :class:`~causal_middleware.protocols.Verifier` (a plain
+      ``callable(answer) -> bool | None`` is wrapped once by ``as_verifier``); default: answer
       correctness against ``question`` or ``reference``;
-    * ``proposer``: the CRS proposer (default: the repair package's offline proposer);
+    * ``proposer``: the CRS :class:`~causal_middleware.protocols.Proposer` (default: the repair
+      package's offline proposer);
     * ``state_keys`` / ``rerun_tool``: for the generic intervention space (no adapter): which state
       key holds a node's documents when several do, and how to re-run a tool live;
     * budgets: ``max_reexecutions`` (forks per diagnosis), ``max_llm_calls``;
@@ -163,8 +164,8 @@ class DiagnosisContext(BaseModel):
     question: Question | None = None
     reference: str | None = None
     index: Index | None = None
-    verifier: Any = None
-    proposer: Any = None
+    verifier: Verifier | None = None
+    proposer: Proposer | None = None
     max_reexecutions: int | None = Field(default=None, ge=0)
     max_llm_calls: int | None = Field(default=None, ge=0)
     repair_k: int | None = Field(default=None, ge=1)
@@ -178,6 +179,17 @@ class DiagnosisContext(BaseModel):
     rerun_tool: Callable[[str, dict[str, Any]], str | None] | None = Field(
         default=None, description="re-runs a non-side-effecting tool live: (tool name, args) -> output"
     )
+
+    @field_validator("verifier", mode="before")
+    @classmethod
+    def _wrap_callable_verifier(cls, value: object) -> object:
+        if value is None or isinstance(value, Verifier):
+            return value
+        if not callable(value):
+            raise TypeError(f"verifier must be callable or have verify(), got {type(value).__name__}")
+        from causal_middleware.repair.verifiers import as_verifier  # repair imports attribution
+
+        return as_verifier(value)
 
     # -- gold ----------------------------------------------------------------------------------
     def expected_answer(self) -> tuple[str, list[str]] | None:
@@ -193,20 +205,14 @@ class DiagnosisContext(BaseModel):
         return self.verifier is not None or self.expected_answer() is not None
 
     def judge(self, trajectory: Trajectory) -> bool | None:
-        """Is ``trajectory``'s answer correct? None when nothing can tell."""
-        verifier = self.verifier
-        if verifier is not None:
-            if hasattr(verifier, "verify"):
-                if trajectory.reference is None and self.expected_answer() is not None:
-                    trajectory = trajectory.model_copy(update={"reference": self.expected_answer()[0]})  # type: ignore[index]
-                verdict = verifier.verify(trajectory)
-                success = getattr(verdict, "success", verdict)
-                return None if success is None else bool(success)
-            if callable(verifier):
-                result = verifier(trajectory.answer)
-                return None if result is None else bool(result)
-            raise TypeError(f"verifier must be callable or have verify(), got {type(verifier).__name__}")
+        """Is ``trajectory``'s answer correct? The verifier's ``Verdict.success`` (the run given the
+        context's gold answer as its reference when it has none), else correctness against the
+        gold answer; None when nothing can tell."""
         gold = self.expected_answer()
+        if self.verifier is not None:
+            if trajectory.reference is None and gold is not None:
+                trajectory = trajectory.model_copy(update={"reference": gold[0]})
+            return self.verifier.verify(trajectory).success
         if gold is None:
             return None
         answer, aliases = gold

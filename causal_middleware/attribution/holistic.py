@@ -21,10 +21,11 @@ from causal_middleware.attribution.base import (
 )
 from causal_middleware.attribution.delta import compute_delta, hop_delta_trace
 from causal_middleware.attribution.hops import hop_views, question_text, render_hops
-from causal_middleware.attribution.llm import DELTA, BudgetExceeded, call, parse_object
+from causal_middleware.attribution.llm import DELTA, call, parse_object
 from causal_middleware.attribution.provenance import impact
 from causal_middleware.attribution.verdict import verdict_from_reply
 from causal_middleware.prompts import Fence
+from causal_middleware.prompts.llm import BudgetExceeded
 from causal_middleware.spans.model import Trajectory
 
 DELTA_SYSTEM = (

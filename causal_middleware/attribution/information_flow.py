@@ -108,7 +108,12 @@ class InformationFlowDiagnoser(Diagnoser):
             step_id=step.step_id,
             node=step.node,
             root_cause=f"{rule}: step {index} of {len(messages)} messages ({step.name or step.kind})",
-            details={"rule": rule, "message_index": index, "error_category": _category(rule, details.get("introduced_at") == index), **details},
+            details={
+                "rule": rule,
+                "message_index": index,
+                "error_category": _category(rule, details.get("introduced_at") == index),
+                **details,
+            },
         )
 
     def _claim_origin(

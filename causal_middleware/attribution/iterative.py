@@ -30,7 +30,6 @@ from causal_middleware.attribution.hops import HopView, hop_views, question_text
 from causal_middleware.attribution.llm import (
     FINAL_VERDICT,
     NODE_VERDICT,
-    BudgetExceeded,
     as_bool,
     as_hop,
     as_stage,
@@ -39,6 +38,7 @@ from causal_middleware.attribution.llm import (
 )
 from causal_middleware.attribution.provenance import impact
 from causal_middleware.prompts import Fence
+from causal_middleware.prompts.llm import BudgetExceeded
 from causal_middleware.spans.model import Trajectory
 
 NODE_SYSTEM = (

@@ -1,8 +1,8 @@
 """Calling the judge / tracer chat model and reading its JSON back, robustly.
 
-:func:`call` makes one chat call and books it (one LLM call; tokens from the reply's
-``usage_metadata``, else estimated as whitespace words of prompt and reply); both messages are
-redacted first (:func:`~causal_middleware.prompts.redact_prompt`). :func:`parse_object` reads the
+:func:`call` makes one chat call through :func:`~causal_middleware.prompts.llm.invoke_chat` and
+books it in a :class:`~causal_middleware.attribution.base.DiagnosisCost` (one LLM call, its
+tokens as :func:`~causal_middleware.prompts.llm.reply_usage` counts them). :func:`parse_object` reads the
 verdict by the one reply rule (:mod:`causal_middleware.prompts.reply`): the LAST top-level JSON
 object of the reply that has the expected shape, fenced or bare, with single quotes, Python
 literals (``True``/``None``) or trailing commas tolerated; as a last resort, for a reply with no
@@ -19,7 +19,8 @@ from langchain_core.language_models import BaseChatModel
 
 from causal_middleware.attribution.base import DiagnosisCost
 from causal_middleware.faults.model import Stage
-from causal_middleware.prompts import has_keys, last_json, outgoing_messages
+from causal_middleware.prompts import has_keys, last_json
+from causal_middleware.prompts.llm import invoke_chat
 
 _KEY_VALUE = re.compile(r"^\s*[\"']?([A-Za-z_][\w ]*?)[\"']?\s*[:=]\s*(.+?)\s*,?\s*$", re.MULTILINE)
 _INT = re.compile(r"-?\d+")
@@ -43,28 +44,15 @@ _STAGE_WORDS: dict[str, Stage] = {
 }
 
 
-class BudgetExceeded(Exception):
-    """The context's ``max_llm_calls`` would be exceeded."""
-
-
 def call(
     model: BaseChatModel, system: str, user: str, cost: DiagnosisCost, *, max_calls: int | None = None
 ) -> str:
-    """One chat call; books it in ``cost``; returns the reply text."""
-    if max_calls is not None and cost.llm_calls >= max_calls:
-        raise BudgetExceeded(f"LLM call budget {max_calls} reached")
-    reply = model.invoke(outgoing_messages(system, user))
-    content: Any = reply.content
-    if isinstance(content, list):
-        content = "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
-    text = str(content)
-    usage = getattr(reply, "usage_metadata", None) or {}
-    tokens = int(usage.get("input_tokens", 0) or 0) + int(usage.get("output_tokens", 0) or 0)
-    if tokens == 0:
-        tokens = len(system.split()) + len(user.split()) + len(text.split())
+    """One chat call (:func:`~causal_middleware.prompts.llm.invoke_chat`) booked in ``cost``;
+    returns the reply text."""
+    reply = invoke_chat(model, system, user, calls_made=cost.llm_calls, max_calls=max_calls)
     cost.llm_calls += 1
-    cost.tokens += tokens
-    return text
+    cost.tokens += reply.total_tokens
+    return reply.text
 
 
 # The verdict shapes the attribution prompts ask for (see :func:`parse_object`).

@@ -20,9 +20,10 @@ from causal_middleware.attribution.base import (
     missing_parts,
 )
 from causal_middleware.attribution.hops import hop_views, render_hops
-from causal_middleware.attribution.llm import BudgetExceeded, call
+from causal_middleware.attribution.llm import call
 from causal_middleware.attribution.verdict import verdict_from_reply
 from causal_middleware.prompts import Fence
+from causal_middleware.prompts.llm import BudgetExceeded
 from causal_middleware.spans.model import Trajectory
 
 JUDGE_SYSTEM = (

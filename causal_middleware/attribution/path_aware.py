@@ -107,10 +107,12 @@ def recorded_query_context(context: DiagnosisContext) -> DiagnosisContext:
         return context
     verifier = context.verifier
     if verifier is None:
+        from causal_middleware.repair.verifiers import CallableVerifier
 
-        def verifier(answer: str | None) -> bool:
+        def correct(answer: str | None) -> bool:
             return is_correct(answer, question)
 
+        verifier = CallableVerifier(correct, name="the gold answer")
     return context.model_copy(update={"question": None, "verifier": verifier})
 
 

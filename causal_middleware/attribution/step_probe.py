@@ -188,9 +188,9 @@ def confirm_answer_step(
     reader had what it needed) and names the step and the document; otherwise the right value was
     never in front of the agent, and the diagnosis says the blame is uncertain.
     """
+    from causal_middleware.protocols import RepairCost
     from causal_middleware.repair.candidates import final_answer_step
     from causal_middleware.repair.crs import run_probe
-    from causal_middleware.repair.models import RepairCost
     from causal_middleware.repair.verifiers import CallableVerifier
 
     final = final_answer_step(trajectory)

@@ -1,15 +1,15 @@
 """Token helpers shared by the diagnosers: content terms, "carries", coverage.
 
-Terms are the retrieval tokenizer's (lowercase alphanumerics minus function words) with a few
-words that every failed answer or agent message uses ("unknown", "answer", ...) removed, so
-"I don't know" or "unknown" carries no content.
+Terms are the index tokens of :func:`causal_middleware.text.tokenize` (lowercase alphanumerics
+minus function words) with a few words that every failed answer or agent message uses
+("unknown", "answer", ...) removed, so "I don't know" or "unknown" carries no content.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from causal_middleware.retrieval.tokenize import tokenize
+from causal_middleware.text import tokenize
 
 NON_CONTENT: frozenset[str] = frozenset(
     """

@@ -21,7 +21,7 @@ import sys
 from typing import Any
 
 from causal_middleware.cli._common import add_json_arg, add_store_arg, load_verifier, print_json
-from causal_middleware.cli.live_agent import live_agent, load_spec, parse_state_keys
+from causal_middleware.cli.live_agent import live_agent, load_chat_model, load_spec, parse_state_keys
 
 PROBE_METHODS = ("frozen_hop", "suffix_regen", "crs")
 
@@ -72,7 +72,9 @@ def register(subparsers: Any) -> None:
         "several keys (repeatable)",
     )
     p.add_argument(
-        "--judge", metavar="SPEC", help="chat model for LLM methods (module:attr; instance or factory)"
+        "--judge",
+        metavar="SPEC",
+        help="chat model for LLM methods: local[:NAME], gguf:PATH, anthropic[:MODEL], offline, or module:attr",
     )
     p.add_argument("--reference", help="gold answer (default: the run's stored reference)")
     p.add_argument("--max-reexecutions", type=int, metavar="N", help="cap on forks for probe methods")
@@ -119,7 +121,7 @@ def _diagnose(args: argparse.Namespace) -> int:
             "max_reexecutions": args.max_reexecutions,
         }
         if args.judge:
-            context["chat_model"] = load_spec(args.judge, "judge")
+            context["chat_model"] = load_chat_model(args.judge, "judge")
         if args.verifier:
             context["verifier"] = load_verifier(args.verifier)
         keys = parse_state_keys(args.state_key)

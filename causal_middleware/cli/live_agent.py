@@ -13,7 +13,9 @@ import contextlib
 import importlib.util
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
+
+from langchain_core.language_models import BaseChatModel
 
 from causal_middleware.loading import load_object
 from causal_middleware.retrieval.base import Index
@@ -38,6 +40,17 @@ def load_spec(spec: str, what: str) -> Any:
     if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "invoke") and not hasattr(obj, "search")):
         obj = obj()
     return obj
+
+
+def load_chat_model(spec: str, what: str) -> BaseChatModel:
+    """A chat model by name (``offline``, ``anthropic[:MODEL]``, ``local[:NAME]``, ``gguf:PATH``) or a
+    ``module:attr`` / ``file.py:attr`` spec (an instance, class or factory)."""
+    from causal_middleware.integrations.models import is_model_spec, resolve_chat_model
+
+    model = resolve_chat_model(spec) if is_model_spec(spec) else load_spec(spec, what)
+    if not hasattr(model, "invoke"):
+        raise ValueError(f"--{what} {spec!r} is not a LangChain chat model (got {type(model).__name__})")
+    return cast(BaseChatModel, model)
 
 
 def parse_state_keys(items: list[str] | None) -> dict[str, str]:

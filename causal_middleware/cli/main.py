@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="causal-mw",
         description="Find which step of a LangGraph agent run made it fail, prove it, repair it.",
+        epilog="demo, inject and bench come with the benchmark package (benchmarks/ in a checkout; "
+        "`make install` puts it beside the library).",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True

@@ -20,7 +20,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from causal_middleware.cli._common import add_json_arg, add_store_arg, load_verifier, print_json
-from causal_middleware.cli.live_agent import LiveAgent, live_agent, load_spec, parse_state_keys
+from causal_middleware.cli.live_agent import (
+    LiveAgent,
+    live_agent,
+    load_chat_model,
+    parse_state_keys,
+)
 from causal_middleware.cli.plugins import agent_providers, provided_agent
 from causal_middleware.repair.models import RepairResult
 from causal_middleware.repair.render import shorten
@@ -166,7 +171,7 @@ def _proposer(args: argparse.Namespace, agent: LiveAgent) -> Any:
     from causal_middleware.repair.trace_proposer import TraceProposer
 
     if args.proposer == "llm":
-        return LLMProposer(load_spec(args.model, "model"), temperature=args.temperature)
+        return LLMProposer(load_chat_model(args.model, "model"), temperature=args.temperature)
     if agent.adapter is not None:
         return OfflineProposer(agent.adapter, agent.index)
     return TraceProposer(

@@ -20,7 +20,7 @@ from causal_middleware.context.conversation import (
 from causal_middleware.context.delta import Delta
 from causal_middleware.context.detector import detect, detect_offline
 from causal_middleware.context.explorer import EXPLORATION_TOOLS, ToolCall, WorkspaceExplorer
-from causal_middleware.context.judges import DissatisfactionJudge
+from causal_middleware.context.judges import DissatisfactionVerifier
 from causal_middleware.context.llm import LLMResponseError
 from causal_middleware.context.pipeline import ContextReport, debug_session
 from causal_middleware.context.recommendation import Classification, Dimensions, Operation, Recommendation
@@ -38,7 +38,7 @@ from causal_middleware.context.signals import SIGNAL_WEIGHTS, Detection, Signal,
 from causal_middleware.context.workspace import KBEntry, KBHit, Workspace
 
 __all__ = [
-    "DissatisfactionJudge",
+    "DissatisfactionVerifier",
     "EXPLORATION_TOOLS",
     "SIGNAL_WEIGHTS",
     "ApplyResult",

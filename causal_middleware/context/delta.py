@@ -22,10 +22,10 @@ from causal_middleware.context.text import (
     relevance,
     same_value,
     stem,
-    tokens,
     value_kind,
     with_number,
 )
+from causal_middleware.text import chat_tokens
 
 DeltaKind = Literal["value", "behaviour", "tool_error", "none"]
 
@@ -311,11 +311,11 @@ def _closest_allowed(got: str | None, allowed: list[str]) -> str | None:
         return options[0]
     if not got:
         return None
-    g = {stem(t) for t in tokens(got.replace("-", " ").replace("_", " "))}
+    g = {stem(t) for t in chat_tokens(got.replace("-", " ").replace("_", " "))}
     alike = [
         a
         for a in options
-        if g & {stem(t) for t in tokens(a.replace("-", " ").replace("_", " "))}
+        if g & {stem(t) for t in chat_tokens(a.replace("-", " ").replace("_", " "))}
         or normalize(a).startswith(normalize(got)[:4])
     ]
     return alike[0] if len(alike) == 1 else None

@@ -1,6 +1,6 @@
-"""The context package's dissatisfaction detector as a :class:`~causal_middleware.repair.trigger.FailureJudge`.
+"""The context package's dissatisfaction detector as a :class:`~causal_middleware.protocols.Verifier`.
 
-A chat run is one user turn. The judge rebuilds the thread's conversation up to and including
+A chat run is one user turn. The verifier rebuilds the thread's conversation up to and including
 the judged run, runs the detector, and reads only the signals of the judged run's own turn:
 earlier turns were judged when their runs were submitted. What a signal blames depends on where
 the detector finds it:
@@ -14,7 +14,7 @@ the detector finds it:
   detector ties to a node of this turn other than the user's message.
 
 A ``CORRECTION`` that states the right value ("No, that's wrong, it's Canberra.") also gives it
-as ``Judgement.expected`` (the ``value`` delta of
+as ``Verdict.expected`` (the ``value`` delta of
 :func:`~causal_middleware.context.delta.correction_delta` between the user's message and the
 previous run's answer), which the ``RepairQueue`` turns into the previous run's reference. Not
 when the message also re-asks (``REPETITION``, ``CONVERSATIONAL_REPAIR``,
@@ -29,10 +29,11 @@ rejection of the previous reply wins (a tool error the agent recovered from is w
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-from causal_middleware.repair.trigger import Judgement
+from causal_middleware.protocols import Verdict
 from causal_middleware.spans.model import Trajectory
+from causal_middleware.store.base import SpanStore
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -56,7 +57,7 @@ REASK_SIGNALS = frozenset({"REPETITION", "CONVERSATIONAL_REPAIR", "CLARIFICATION
 MODES = ("offline", "llm")
 
 
-class DissatisfactionJudge:
+class DissatisfactionVerifier:
     """Judge a chat run by the dissatisfaction detector (``causal_middleware.context``).
 
     Args:
@@ -68,16 +69,16 @@ class DissatisfactionJudge:
         history: at most this many user runs of the thread (the judged one included) make up
             the conversation the detector reads.
 
-    ``judge(run)`` returns ``Judgement(failed=True, run_id=<previous run>)`` when the user
+    ``verify(run)`` returns ``Verdict(success=False, run_id=<previous run>)`` when the user
     rejected the previous run's reply in this turn (with ``expected``, the value the user's
-    correction states, when it states one), ``Judgement(failed=True)`` when this run's
-    own execution failed, ``failed=False`` otherwise, and ``failed=None`` when the detector did
+    correction states, when it states one), ``Verdict(success=False)`` when this run's
+    own execution failed, ``success=True`` otherwise, and ``success=None`` when the detector did
     not run (``mode="llm"`` without a model, or a model answer it could not read).
     """
 
     def __init__(
         self,
-        store: Any = None,
+        store: SpanStore | None = None,
         *,
         mode: Literal["offline", "llm"] = "offline",
         model: BaseChatModel | None = None,
@@ -96,26 +97,26 @@ class DissatisfactionJudge:
         self.model = model
         self.history = history
 
-    def judge(self, trajectory: Trajectory) -> Judgement:
+    def verify(self, trajectory: Trajectory) -> Verdict:
         """Decide whether ``trajectory`` (or the run before it in its thread) failed."""
         from causal_middleware.context.conversation import conversation_from_trajectories
         from causal_middleware.context.detector import detect
         from causal_middleware.context.llm import LLMResponseError
 
         if trajectory.is_counterfactual:
-            return Judgement(failed=None, reason="counterfactual runs are not judged")
+            return Verdict(success=None, feedback="counterfactual runs are not judged")
         runs = self.thread_runs(trajectory)
         conversation = conversation_from_trajectories(runs, session_id=trajectory.thread_id)
         try:
             detection = detect(conversation, mode=self.mode, model=self.model)
         except LLMResponseError as exc:
-            return Judgement(failed=None, reason=f"the {self.mode} detector failed: {exc}")
+            return Verdict(success=None, feedback=f"the {self.mode} detector failed: {exc}")
         except Exception as exc:  # a model or API error: cannot tell, like a detector that did not run
-            return Judgement(
-                failed=None, reason=f"the {self.mode} detector failed: {type(exc).__name__}: {exc}"
+            return Verdict(
+                success=None, feedback=f"the {self.mode} detector failed: {type(exc).__name__}: {exc}"
             )
         if detection.status == "not_run":
-            return Judgement(failed=None, reason=f"the {self.mode} detector did not run: {detection.reason}")
+            return Verdict(success=None, feedback=f"the {self.mode} detector did not run: {detection.reason}")
         turn = len(runs)  # conversation_from_trajectories numbers the runs' turns from 1
         mine = [s for s in detection.signals if s.turn == turn]
         previous = runs[-2] if len(runs) > 1 else None
@@ -123,22 +124,22 @@ class DissatisfactionJudge:
         own = [s for s in mine if s not in rejected]
         user_rejects = bool(rejected) and _escalates(conversation.session_id, rejected)
         if user_rejects and previous is not None:
-            return Judgement(
-                failed=True,
+            return Verdict(
+                success=False,
                 run_id=previous.run_id,
-                reason=f"the user rejected the previous run's reply: {_evidence(rejected)}",
+                feedback=f"the user rejected the previous run's reply: {_evidence(rejected)}",
                 expected=_stated_value(conversation, turn, previous, rejected),
             )
         if own and _escalates(conversation.session_id, own):
-            return Judgement(failed=True, reason=f"this run failed: {_evidence(own)}")
+            return Verdict(success=False, feedback=f"this run failed: {_evidence(own)}")
         if not mine:
-            return Judgement(failed=False, reason=f"no dissatisfaction signal in turn {turn}")
+            return Verdict(success=True, feedback=f"no dissatisfaction signal in turn {turn}")
         if user_rejects:  # and there is no previous run
-            return Judgement(
-                failed=False,
-                reason=f"no earlier run in the thread for the user's reaction to blame: {_evidence(mine)}",
+            return Verdict(
+                success=True,
+                feedback=f"no earlier run in the thread for the user's reaction to blame: {_evidence(mine)}",
             )
-        return Judgement(failed=False, reason=f"signals below the escalation threshold: {_evidence(mine)}")
+        return Verdict(success=True, feedback=f"signals below the escalation threshold: {_evidence(mine)}")
 
     def thread_runs(self, trajectory: Trajectory) -> list[Trajectory]:
         """The user runs of the judged run's thread, oldest first, ending with the judged run."""

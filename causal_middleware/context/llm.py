@@ -1,7 +1,8 @@
 """Asking any LangChain chat model for a JSON answer, and reading it back strictly.
 
 Prompts carry the session as fenced data (:func:`fenced_transcript`, a
-:class:`~causal_middleware.prompts.Fence` per prompt) and are redacted before they leave the process;
+:class:`~causal_middleware.prompts.Fence` per prompt) and go out through
+:func:`~causal_middleware.prompts.llm.invoke_chat` (redacted, reply text blocks only);
 the answer is read by the one reply rule (:mod:`causal_middleware.prompts.reply`): the LAST
 top-level JSON object of the reply, preferring the last one that holds an expected key.
 """
@@ -12,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 
-from causal_middleware.prompts import Fence, has_keys, last_json, outgoing_messages
+from causal_middleware.prompts import Fence, has_keys, last_json
+from causal_middleware.prompts.llm import invoke_chat
 
 if TYPE_CHECKING:
     from causal_middleware.context.conversation import Conversation
@@ -42,13 +44,7 @@ def ask_json(
 ) -> dict[str, Any]:
     """One model call (``system`` gets the untrusted-data rule of ``fence``; both messages are
     redacted); the answer must contain a JSON object, preferably one with one of ``keys``."""
-    if fence is not None:
-        system = fence.system(system)
-    reply = model.invoke(outgoing_messages(system, prompt))
-    content = reply.content
-    if isinstance(content, list):
-        content = "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
-    return parse_json_object(str(content), keys)
+    return parse_json_object(invoke_chat(model, system, prompt, fence=fence).text, keys)
 
 
 def fenced_transcript(conversation: Conversation, fence: Fence, limit: int = 400) -> str:

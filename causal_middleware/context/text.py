@@ -9,17 +9,7 @@ import functools
 import re
 from collections.abc import Iterable
 
-STOPWORDS = frozenset(
-    """
-    a an the and or but if then else of to in on at by for with from into onto over under about as
-    is are was were be been being am do does did doing done have has had having will would shall should
-    can could may might must i me my mine we us our ours you your yours he him his she her hers it its
-    they them their theirs this that these those there here what which who whom whose when where why how
-    not no yes so too very just also only than such any some all each every both either neither more most
-    other another same own again further once up down out off per via please thanks thank hi hello ok okay
-    s t don didn doesn isn aren wasn weren won wouldn couldn shouldn ll re ve d m let lets tell know
-    """.split()
-)
+from causal_middleware.text import CHAT_STOPWORDS, chat_tokens
 
 # Words that carry the "shape" of a question or a complaint, not its subject.
 QUESTION_WORDS = frozenset(
@@ -38,8 +28,6 @@ JUDGEMENT_WORDS = frozenset(
     """.split()
 )
 CONVERSATION_WORDS = QUESTION_WORDS | JUDGEMENT_WORDS
-
-_TOKEN = re.compile(r"[a-z0-9]+(?:['_][a-z0-9]+)*")
 
 _MONEY = r"[$€£]\s?\d(?:[\d,]*\d)?(?:\.\d+)?(?:\s?(?:k|m|million|billion))?|\d[\d,]*(?:\.\d+)?\s?(?:usd|eur|gbp|dollars|euros|pounds)\b"
 _PERCENT = r"\d+(?:\.\d+)?\s?%|\d+(?:\.\d+)?\s?percent\b"
@@ -96,20 +84,13 @@ VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
-def tokens(text: str | None) -> list[str]:
-    """Lowercased alphanumeric tokens (apostrophes and underscores kept inside a token)."""
-    if not text:
-        return []
-    return _TOKEN.findall(text.lower())
-
-
 def content_tokens(text: str | None, *, drop: Iterable[str] = ()) -> list[str]:
     """Tokens minus stopwords, one-letter tokens and anything in ``drop``, order kept."""
     dropped = set(drop)
     out = []
-    for tok in tokens(text):
+    for tok in chat_tokens(text):
         tok = tok.replace("'", "")
-        if len(tok) < 2 or tok in STOPWORDS or tok in dropped:
+        if len(tok) < 2 or tok in CHAT_STOPWORDS or tok in dropped:
             continue
         out.append(tok)
     return out
@@ -127,6 +108,16 @@ def stem(token: str) -> str:
 def term_set(text: str | None, *, drop: Iterable[str] = ()) -> set[str]:
     """Stemmed content tokens of ``text`` as a set."""
     return {stem(t) for t in content_tokens(text, drop=drop)}
+
+
+@functools.lru_cache(maxsize=8192)
+def _index_terms(text: str) -> tuple[str, ...]:
+    return tuple(stem(t) for t in content_tokens(text))
+
+
+def index_terms(text: str) -> list[str]:
+    """The knowledge-base search terms of a text: stemmed content tokens, in order, repeats kept."""
+    return list(_index_terms(text))
 
 
 def jaccard(a: set[str], b: set[str]) -> float:
@@ -270,7 +261,7 @@ def sentences(text: str | None) -> list[str]:
 
 def slugify(text: str, *, max_words: int = 5) -> str:
     """``"Overdraft fee (2023)"`` -> ``"overdraft-fee-2023"``."""
-    words = tokens(text)[:max_words]
+    words = chat_tokens(text)[:max_words]
     return "-".join(w.replace("'", "").replace("_", "-") for w in words) or "untitled"
 
 

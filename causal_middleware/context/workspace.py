@@ -38,7 +38,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field
 
-from causal_middleware.context.search import BM25, analyze
+from causal_middleware.context.text import index_terms
+from causal_middleware.retrieval.bm25 import BM25Index
+from causal_middleware.tasks.model import Passage
 
 SYSTEM_PROMPT_PATH = "system_prompt.md"
 TOOLS_DIR = "tools"
@@ -447,7 +449,7 @@ class Workspace:
         self.root = root
         self.layout = layout or DEFAULT_LAYOUT
         self._kb: list[KBEntry] | None = None
-        self._index: BM25 | None = None
+        self._index: BM25Index | None = None
 
     # --- construction ---------------------------------------------------------------------
     @classmethod
@@ -634,21 +636,26 @@ class Workspace:
         raise KeyError(f"no knowledge-base entry {path_or_id!r} in the workspace")
 
     def search_kb(self, query: str, k: int = 3) -> list[KBHit]:
-        """BM25 over title, keywords and body; whole files come back as ``content``."""
+        """BM25 over title, keywords and body; whole files come back as ``content``.
+
+        Short documents, so the plain-Python backend, with the workspace's stemmed terms, each
+        query term counted once, and ``k1 = 1.2``; ties go to the earlier entry."""
         entries = self.kb_entries()
         if not entries or not query.strip():
             return []
+        if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
+            raise ValueError(f"k must be positive, got {k!r}")
         if self._index is None:
-            self._index = BM25([analyze(" ".join([e.title, " ".join(e.keywords), e.body])) for e in entries])
-        return [
-            KBHit(
-                path=entries[i].path,
-                id=entries[i].id,
-                title=entries[i].title,
-                score=round(s, 4),
-                content=entries[i].text,
+            passages = [
+                Passage(id=str(i), text=" ".join([e.title, " ".join(e.keywords), e.body]))
+                for i, e in enumerate(entries)
+            ]
+            self._index = BM25Index(
+                passages, backend="python", k1=1.2, analyzer=index_terms, distinct_query_terms=True
             )
-            for i, s in self._index.top(analyze(query), k)
+        hits = [(entries[int(hit.passage.id)], hit.score) for hit in self._index.search(query, k)]
+        return [
+            KBHit(path=e.path, id=e.id, title=e.title, score=round(s, 4), content=e.text) for e, s in hits
         ]
 
 

@@ -48,8 +48,8 @@ from causal_middleware.faults.model import (
 )
 from causal_middleware.faults.outcomes import content_outcome, outcome_of, query_contaminated
 from causal_middleware.faults.persistent import ScopedIndex, corrupted_copy
+from causal_middleware.protocols import ForkBackend
 from causal_middleware.replay.adapter import AgentAdapter
-from causal_middleware.replay.protocol import ForkBackend
 from causal_middleware.spans.model import Outcome, Trajectory
 from causal_middleware.store.base import RunSummary, SpanStore
 from causal_middleware.tasks.model import Dataset, Question

@@ -48,6 +48,7 @@ from causal_middleware.interventions.values import (
 )
 from causal_middleware.retrieval.base import Index, hit_document
 from causal_middleware.spans.model import Document, NodeStep, RetrievalStep, ToolStep, Trajectory
+from causal_middleware.text import WORD
 
 ToolRunner = Callable[[str, dict[str, Any]], str | None]
 SHORT_WORDS = 6
@@ -189,9 +190,6 @@ def _drop(slot: DocumentSlot, indices: list[int], size: int) -> StepEdit:
     return StepEdit(op="select", path=slot.path, items=[p for p in range(size) if p not in gone])
 
 
-_WORD = re.compile(r"\w+")
-
-
 def _suspicion(doc: Document, query: str, returned: set[str], searched: bool) -> float:
     """How likely ``doc`` misled the step: planted in the trace (the index would not return it for
     the query) > keyword-stuffed (its words are mostly repeats of the query's terms) > neither."""
@@ -201,8 +199,8 @@ def _suspicion(doc: Document, query: str, returned: set[str], searched: bool) ->
 
 
 def _stuffing(text: str, query: str) -> float:
-    words = [w.lower() for w in _WORD.findall(text or "")]
-    wanted = {w.lower() for w in _WORD.findall(query or "") if len(w) > 2}
+    words = [w.lower() for w in WORD.findall(text or "")]
+    wanted = {w.lower() for w in WORD.findall(query or "") if len(w) > 2}
     if len(words) < 4 or not wanted:
         return 0.0
     hits = [w for w in words if w in wanted]

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from causal_middleware.spans.model import Document
+from causal_middleware.text import QUESTION_STOPWORDS, content_words
 
 _ENTITY = re.compile(r"\b[A-Z][\w'’-]*(?:[ ]+(?:(?:of|the|de|von|van|da|del|la|le)[ ]+)?[A-Z][\w'’-]*)*")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
-WORD = re.compile(r"\w+")
 
 
 def entities(text: str) -> list[str]:
@@ -27,23 +27,12 @@ def entities(text: str) -> list[str]:
     for match in _ENTITY.finditer(text or ""):
         span = match.group(0).strip()
         words = span.split()
-        while words and words[0].lower() in _STOP:
+        while words and words[0].lower() in QUESTION_STOPWORDS:
             words = words[1:]
         span = " ".join(words)
         if span and span not in found:
             found.append(span)
     return found
-
-
-_STOP = frozenset(
-    "a an the of in on at to for from by with and or is was were are be been who what which where "
-    "when why how whose whom did does do as it its this that these those".split()
-)
-
-
-def content_words(text: str) -> set[str]:
-    """The lower-cased words of ``text`` that are not stopwords."""
-    return {w.lower() for w in WORD.findall(text or "")} - _STOP
 
 
 def similarity(a: str, b: str) -> float:
@@ -92,7 +81,7 @@ def _sentence_spans(sentence: str, titles: set[str]) -> list[str]:
     spans: list[str] = []
     for match in _ENTITY.finditer(sentence):
         words = match.group(0).split()
-        while words and words[0].lower() in _STOP:
+        while words and words[0].lower() in QUESTION_STOPWORDS:
             words = words[1:]
         span = " ".join(words)
         opening = not sentence[: match.start()].strip()
@@ -117,7 +106,10 @@ def alias_map(texts: list[str]) -> dict[str, list[str]]:
     for text in texts:
         for pattern in _ALIAS_PATTERNS:
             for match in pattern.finditer(text):
-                a, b = (" ".join(w for w in g.split() if w.lower() not in _STOP) for g in match.groups())
+                a, b = (
+                    " ".join(w for w in g.split() if w.lower() not in QUESTION_STOPWORDS)
+                    for g in match.groups()
+                )
                 if not a or not b or a == b:
                     continue
                 for x, y in ((a, b), (b, a)):

@@ -8,6 +8,8 @@
 * :mod:`~causal_middleware.prompts.reply` - the one rule for reading a verdict back: the LAST
   top-level JSON value of the reply that has the expected shape. A reply that quotes an injected
   verdict and then gives its own is read as its own.
+* :mod:`~causal_middleware.prompts.llm` - the one chat-model call of attribution, repair and
+  context: redaction, call budget, reply text blocks, token usage (:func:`~.llm.reply_usage`).
 """
 
 from causal_middleware.prompts.fence import (

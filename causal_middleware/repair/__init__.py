@@ -1,5 +1,6 @@
 """CausalFlow repair: Causal Responsibility Scores, minimal validated repairs, contrastive pairs,
-and repair triggered on failed runs.
+and repair triggered on failed runs. The verifier and proposer protocols, and the data they return
+(``Verdict``, ``ProposalBatch``, ``Proposal``, ``RepairCost``), are in ``causal_middleware.protocols``.
 
 Start with :func:`repair_run` (one failed run) or :class:`RepairQueue` (repair in the background
 when runs fail); :func:`compute_crs` is the scoring core the ``crs`` diagnoser shares.
@@ -14,30 +15,20 @@ from causal_middleware.repair.models import (
     LLMValidation,
     OfflineValidation,
     Probe,
-    Proposal,
-    ProposalBatch,
     Repair,
-    RepairCost,
     RepairResult,
     StepScore,
-    Verdict,
 )
 from causal_middleware.repair.pairs import build_pair, export_pairs, write_pairs
-from causal_middleware.repair.proposers import LLMProposer, OfflineProposer, Proposer
+from causal_middleware.repair.proposers import LLMProposer, OfflineProposer
 from causal_middleware.repair.service import RepairConfig, RepairService, repair_run
-from causal_middleware.repair.trigger import (
-    FailureJudge,
-    Judgement,
-    OutcomeJudge,
-    RepairQueue,
-    VerifierJudge,
-)
+from causal_middleware.repair.trigger import RepairQueue
 from causal_middleware.repair.validate import LLMValidator, prefix_differences, validate_offline
 from causal_middleware.repair.verifiers import (
     CallableVerifier,
     LLMOutcomeVerifier,
+    OutcomeVerifier,
     ReferenceVerifier,
-    Verifier,
     as_verifier,
 )
 
@@ -45,31 +36,22 @@ __all__ = [
     "CRSResult",
     "CallableVerifier",
     "ContrastivePair",
-    "FailureJudge",
     "ForkCache",
-    "Judgement",
     "LLMOutcomeVerifier",
     "LLMProposer",
     "LLMValidation",
     "LLMValidator",
     "OfflineProposer",
     "OfflineValidation",
-    "OutcomeJudge",
+    "OutcomeVerifier",
     "Probe",
-    "Proposal",
-    "ProposalBatch",
-    "Proposer",
     "ReferenceVerifier",
     "Repair",
     "RepairConfig",
-    "RepairCost",
     "RepairQueue",
     "RepairResult",
     "RepairService",
     "StepScore",
-    "Verdict",
-    "Verifier",
-    "VerifierJudge",
     "as_verifier",
     "build_pair",
     "candidate_steps",

@@ -1,9 +1,8 @@
-"""Calling a LangChain chat model for repair roles: one call, its cost, and robust JSON parsing.
+"""Calling a LangChain chat model for repair roles: one call booked in a ``RepairCost``, robust
+JSON parsing, and the trace rendering the prompts carry.
 
-The chat model can be any LangChain one: the scripted fakes of the tests, the offline model, or
-``AnthropicChatModel`` (Claude over the Messages API), whose replies carry usage and a stop reason.
-Every prompt is redacted before the call (:func:`~causal_middleware.prompts.redact_prompt`);
-replies are read by the one reply rule (:mod:`causal_middleware.prompts.reply`): the LAST
+Calls go through :func:`~causal_middleware.prompts.llm.invoke_chat` (redaction, text blocks,
+usage); replies are read by the one reply rule (:mod:`causal_middleware.prompts.reply`): the LAST
 top-level JSON value of the expected shape.
 """
 
@@ -11,88 +10,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
-from causal_middleware.prompts import Fence, last_json, outgoing_messages
-from causal_middleware.repair.models import RepairCost
+from causal_middleware.prompts import Fence, last_json
+from causal_middleware.prompts.llm import ChatReply, invoke_chat
+from causal_middleware.protocols import RepairCost
 from causal_middleware.repair.render import shorten, to_jsonable
 from causal_middleware.spans.model import LLMStep, NodeStep, Trajectory
 
 
-def with_temperature(model: BaseChatModel, temperature: float | None) -> BaseChatModel:
-    """A copy of ``model`` sampling at ``temperature`` when the model has such a field.
-
-    The value is checked against the field's own constraints (``AnthropicChatModel`` takes 0 to 1),
-    so an out-of-range temperature fails here, naming the model, not later as an API error.
-    """
-    field = type(model).model_fields.get("temperature")
-    if temperature is None or field is None:
-        return model
-    annotation: Any = Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation
-    try:
-        value = TypeAdapter(annotation).validate_python(temperature)
-    except ValidationError as exc:
-        problem = exc.errors()[0]["msg"]
-        raise ValueError(
-            f"temperature {temperature!r} is not valid for {type(model).__name__}: {problem}"
-        ) from exc
-    return model.model_copy(update={"temperature": value})
-
-
-class ModelReply(BaseModel):
-    """A chat model's reply as the repair roles need it."""
-
-    text: str
-    truncated: bool = Field(default=False, description="the model stopped at its output-token limit")
-
-
-# Stop reasons meaning "cut off at the output limit": Anthropic's, then OpenAI-style finish reasons.
-_TRUNCATED = frozenset({"max_tokens", "length"})
-
-
-def invoke_model(model: BaseChatModel, system: str, user: str, cost: RepairCost) -> ModelReply:
-    """One chat call; adds one LLM call and its token usage to ``cost``.
-
-    The text is the reply's text blocks only (a provider that returns content blocks, thinking or
-    tool-use blocks among them, gives the same text as one that returns a string). Token usage is
-    read from ``usage_metadata`` and, for models that report it only there, ``response_metadata``
-    (``usage`` or ``token_usage``, Anthropic's or OpenAI's key names). A call that raises adds
-    nothing to ``cost``; the exception propagates. Both messages are redacted before the call.
-    """
-    reply = model.invoke(outgoing_messages(system, user))
-    input_tokens, output_tokens = _usage(reply)
-    cost.add_llm(1, input_tokens, output_tokens)
-    metadata = getattr(reply, "response_metadata", None) or {}
-    stop = metadata.get("stop_reason") or metadata.get("finish_reason")
-    text = reply.text if isinstance(reply, BaseMessage) else str(reply)
-    return ModelReply(text=str(text), truncated=stop in _TRUNCATED)
-
-
-def call_model(model: BaseChatModel, system: str, user: str, cost: RepairCost) -> str:
-    """One chat call (see :func:`invoke_model`); returns the reply text."""
-    return invoke_model(model, system, user, cost).text
-
-
-def _usage(reply: Any) -> tuple[int, int]:
-    usage = getattr(reply, "usage_metadata", None)
-    if usage:
-        return int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
-    metadata = getattr(reply, "response_metadata", None) or {}
-    raw = metadata.get("usage") or metadata.get("token_usage") or {}
-    if not isinstance(raw, dict):
-        return 0, 0
-    prompt = raw.get("input_tokens", raw.get("prompt_tokens")) or 0
-    completion = raw.get("output_tokens", raw.get("completion_tokens")) or 0
-    return int(prompt), int(completion)
-
-
-def describe_error(exc: BaseException) -> str:
-    """``"ErrorType: message"`` for an exception, shortened, for notes and reasons in results."""
-    return f"{type(exc).__name__}: {shorten(str(exc), 300)}"
+def call_model(model: BaseChatModel, system: str, user: str, cost: RepairCost) -> ChatReply:
+    """One chat call (:func:`~causal_middleware.prompts.llm.invoke_chat`); adds one LLM call and
+    its tokens to ``cost``. A call that raises adds nothing; the exception propagates."""
+    reply = invoke_chat(model, system, user)
+    cost.add_llm(1, reply.input_tokens, reply.output_tokens)
+    return reply
 
 
 def parse_json(text: str, *, accept: Callable[[Any], bool] | None = None) -> Any:

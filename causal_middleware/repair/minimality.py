@@ -34,6 +34,8 @@ from typing import Any
 
 from causal_middleware.repair.render import to_jsonable
 
+# Deliberately not causal_middleware.text.tokenize: an edit distance must see every word,
+# stopwords and punctuation included, or "is not" -> "is" would be no change at all.
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
 

@@ -1,4 +1,5 @@
-"""Typed results of CausalFlow repair: proposals, probes, Causal Responsibility Scores, repairs.
+"""Typed results of CausalFlow repair: probes, Causal Responsibility Scores, repairs (proposals,
+verdicts and costs are the protocols' data: ``causal_middleware.protocols``).
 
 Every model here is JSON-serialisable (``model_dump(mode="json")``): the store keeps them as
 ``repair`` / ``diagnosis`` records and ``causal-mw repair --json`` prints them.
@@ -10,90 +11,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from causal_middleware.interventions.edit import StepEdit
+from causal_middleware.protocols import Proposal, RepairCost
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class RepairCost(_Model):
-    """What a repair spent. ``naive_reexecutions`` is the exhaustive baseline: candidate steps x K."""
-
-    llm_calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    reexecutions: int = Field(default=0, description="forks whose suffix was re-executed")
-    forks_reused: int = Field(default=0, description="probes answered from the fork cache")
-    duplicates_skipped: int = Field(default=0, description="proposals dropped as duplicates or no-ops")
-    naive_reexecutions: int = 0
-    forks_discarded: int = Field(
-        default=0, description="forks whose checkpoints were deleted from the agent's checkpointer"
-    )
-
-    @property
-    def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
-
-    def add_llm(self, calls: int = 1, input_tokens: int = 0, output_tokens: int = 0) -> None:
-        self.llm_calls += calls
-        self.input_tokens += input_tokens
-        self.output_tokens += output_tokens
-
-    def absorb(self, other: RepairCost) -> None:
-        """Add ``other``'s spending (not its naive baseline) to this one."""
-        self.llm_calls += other.llm_calls
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-        self.reexecutions += other.reexecutions
-        self.forks_reused += other.forks_reused
-        self.duplicates_skipped += other.duplicates_skipped
-        self.forks_discarded += other.forks_discarded
-
-
-class Verdict(_Model):
-    """A verifier's judgement of one run's outcome. ``success`` is None when it could not judge."""
-
-    success: bool | None
-    feedback: str = ""
-    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
-    cost: RepairCost = Field(default_factory=RepairCost)
-
-
-class Proposal(_Model):
-    """One candidate replacement for a step's output (the ``values`` a fork puts there)."""
-
-    step_id: str
-    node: str
-    hop: int | None = None
-    langgraph_step: int | None = None
-    values: dict[str, Any]
-    source: str = Field(
-        description="who proposed it: offline:subquery | offline:evidence | offline:fact | trace:evidence | trace:tool | trace:text | llm"
-    )
-    description: str = ""
-    minimality: float | None = Field(default=None, description="against the step's original output")
-    edit: StepEdit | None = Field(
-        default=None,
-        description="the change as an edit of the node's live output (generic proposals); forks apply "
-        "it to the recorded objects instead of writing ``values`` (its JSON image)",
-    )
-    target: str | None = Field(default=None, description="the state key (path) the proposal changes")
-    evidence: list[str] = Field(
-        default_factory=list, description="document ids / tool names the proposal removes or brings in"
-    )
-
-
-class ProposalBatch(_Model):
-    """A proposer's answer for one step: up to K proposals, the step's original output in the same
-    representation (what minimality compares against), and what proposing cost."""
-
-    proposals: list[Proposal] = Field(default_factory=list)
-    baseline: dict[str, Any] | None = Field(
-        default=None, description="the step's recorded output as the proposer would write it"
-    )
-    cost: RepairCost = Field(default_factory=RepairCost)
-    note: str | None = None
 
 
 class Probe(_Model):

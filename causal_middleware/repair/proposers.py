@@ -22,29 +22,27 @@ from pydantic import BaseModel
 from causal_middleware.interventions.describe import change_target
 from causal_middleware.interventions.locate import state_update
 from causal_middleware.interventions.values import (
-    WORD,
     alias_map,
-    content_words,
     entities,
     fact_candidates,
     interleave,
 )
 from causal_middleware.interventions.values import similarity as _similarity
 from causal_middleware.prompts import Fence
+from causal_middleware.prompts.llm import describe_error, with_temperature
+from causal_middleware.protocols import Proposal, ProposalBatch, RepairCost
 from causal_middleware.repair.llm import (
-    describe_error,
+    call_model,
     input_text,
-    invoke_model,
     json_list_prefix,
     parse_json,
     render_trace,
-    with_temperature,
 )
-from causal_middleware.repair.models import Proposal, ProposalBatch, RepairCost
 from causal_middleware.repair.render import canonical_json, render_output, shorten, to_jsonable
 from causal_middleware.replay.adapter import AgentAdapter
 from causal_middleware.retrieval.base import Index, hit_document
 from causal_middleware.spans.model import Document, Intervention, NodeStep, Trajectory
+from causal_middleware.text import WORD, content_words
 
 
 @runtime_checkable
@@ -491,7 +489,7 @@ class LLMProposer:
             original = {"output": original}
         user, system = _proposer_prompt(trajectory, step, original, k, feedback, self.trace_limit)
         try:
-            reply = invoke_model(self.model, system, user, cost)
+            reply = call_model(self.model, system, user, cost)
         except Exception as exc:  # an outage or a malformed response costs the proposals, not the repair
             return ProposalBatch(
                 baseline=original, cost=cost, note=f"model call failed: {describe_error(exc)}"

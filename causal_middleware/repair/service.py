@@ -8,7 +8,7 @@ The orchestration of CausalFlow repair for one failed run:
    when an :class:`~causal_middleware.repair.validate.LLMValidator` is configured, is retained by
    it, becomes the repair;
 3. every fork the run made except the repair's is discarded from the agent's checkpointer, when
-   the backend can (:class:`~causal_middleware.replay.protocol.DiscardingForkBackend`; see
+   the backend can (:class:`~causal_middleware.protocols.DiscardingForkBackend`; see
    :class:`RepairConfig` ``keep_probe_forks``);
 4. the result (with an explanation and the contrastive pair) is written to the store as a
    ``repair`` record, and the CRS attribution as a ``diagnosis`` record.
@@ -22,22 +22,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from causal_middleware.protocols import DiscardingForkBackend, ForkBackend, Proposer, RepairCost, Verifier
 from causal_middleware.repair.crs import NO_PROPOSALS, ForkCache, compute_crs
 from causal_middleware.repair.minimality import describe_change
-from causal_middleware.repair.models import (
-    CRSResult,
-    LLMValidation,
-    Probe,
-    Repair,
-    RepairCost,
-    RepairResult,
-)
+from causal_middleware.repair.models import CRSResult, LLMValidation, Probe, Repair, RepairResult
 from causal_middleware.repair.pairs import build_pair
-from causal_middleware.repair.proposers import Proposer
 from causal_middleware.repair.render import shorten
 from causal_middleware.repair.validate import LLMValidator, llm_validation_not_run, validate_offline
-from causal_middleware.repair.verifiers import Verifier, as_verifier
-from causal_middleware.replay.protocol import DiscardingForkBackend, ForkBackend
+from causal_middleware.repair.verifiers import as_verifier
 from causal_middleware.spans.health import health
 from causal_middleware.spans.model import NodeStep, Trajectory
 

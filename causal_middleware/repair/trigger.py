@@ -2,9 +2,9 @@
 
 The user's thread only ever calls :meth:`RepairQueue.submit`, which never blocks: when the queue
 is full the run is dropped and counted. A daemon worker thread reads the run from the store, asks
-a :class:`FailureJudge` whether it failed (a verifier on its answer, or any detector with a
-``judge`` method, e.g. :class:`~causal_middleware.context.judges.DissatisfactionJudge`, the context
-package's dissatisfaction detector), and for a failed run (or the run the judge blames) runs
+a :class:`~causal_middleware.protocols.Verifier` whether it failed (one on its answer, its recorded
+outcome, or e.g. :class:`~causal_middleware.context.judges.DissatisfactionVerifier`, the context
+package's dissatisfaction detector), and for a failed run (or the run the verdict blames) runs
 the bound :class:`~causal_middleware.repair.service.RepairService` (which writes ``diagnosis`` and
 ``repair`` records to the store). It then emits a ``repair`` span and a ``diagnosis`` child span
 in a new trace, each with an OTel Link to the failed run's root span. Errors in the worker are
@@ -19,72 +19,21 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 from pydantic import BaseModel
 
+from causal_middleware.protocols import Verdict, Verifier
 from causal_middleware.repair.models import RepairResult
-from causal_middleware.repair.verifiers import Verifier, as_verifier
+from causal_middleware.repair.verifiers import as_verifier
 from causal_middleware.spans import attributes as A
 from causal_middleware.spans.health import health
 from causal_middleware.spans.model import Outcome, Trajectory
 
 TRACER_NAME = "causal_middleware.repair"
-
-
-class Judgement(BaseModel):
-    """Whether a run failed (None: cannot tell, treated as not failed) and why.
-
-    ``run_id`` names the run that failed when it is not the judged one (e.g. the user's reply in
-    this run rejects the previous run's answer); None means the judged run itself. ``expected`` is
-    the right answer when the failure signal states one (e.g. "No, it's Canberra." gives
-    ``"Canberra"``); :class:`RepairQueue` makes it the failed run's reference when it has none.
-    """
-
-    failed: bool | None
-    reason: str = ""
-    run_id: str | None = None
-    expected: str | None = None
-
-
-@runtime_checkable
-class FailureJudge(Protocol):
-    def judge(self, trajectory: Trajectory) -> Judgement:
-        """Decide whether ``trajectory`` failed."""
-        ...
-
-
-class VerifierJudge:
-    """A verifier as a failure judge: failed when the verifier says the run did not succeed."""
-
-    def __init__(self, verifier: Verifier | Callable[..., bool | None]) -> None:
-        self.verifier = as_verifier(verifier)
-
-    def judge(self, trajectory: Trajectory) -> Judgement:
-        verdict = self.verifier.verify(trajectory)
-        failed = None if verdict.success is None else not verdict.success
-        return Judgement(failed=failed, reason=verdict.feedback)
-
-
-class OutcomeJudge:
-    """Failed when the run's recorded outcome (e.g. annotated by the application) is ``failure``."""
-
-    def judge(self, trajectory: Trajectory) -> Judgement:
-        if trajectory.outcome is None or trajectory.outcome == Outcome.UNKNOWN:
-            return Judgement(failed=None, reason="the run has no recorded outcome")
-        failed = trajectory.outcome == Outcome.FAILURE
-        return Judgement(failed=failed, reason=f"recorded outcome {trajectory.outcome.value}")
-
-
-def as_judge(obj: FailureJudge | Verifier | Callable[..., bool | None]) -> FailureJudge:
-    """``obj`` when it is a judge; a verifier (or ``callable(answer) -> bool``, True meaning
-    success) becomes a :class:`VerifierJudge`."""
-    if isinstance(obj, FailureJudge):
-        return obj
-    return VerifierJudge(obj)
 
 
 class QueueStats(BaseModel):
@@ -111,20 +60,23 @@ class RepairQueue:
     ``repairer`` is a :class:`~causal_middleware.repair.service.RepairService` (or any object
     with ``repair(trajectory) -> RepairResult``, or a plain callable doing the same). ``store``
     is where runs are read (default: the repairer's ``store``). ``tracer_provider`` receives the
-    repair spans (default: the global provider). ``on_result(run_id, judgement, result)`` is
+    repair spans (default: the global provider). ``on_result(run_id, verdict, result)`` is
     called in the worker after each run (``result`` is None for runs judged not failed).
+    ``judge`` is the :class:`~causal_middleware.protocols.Verifier` deciding which runs failed (a
+    plain ``callable(answer) -> bool | None``, True meaning success, is wrapped by
+    :func:`~causal_middleware.repair.verifiers.as_verifier`).
 
-    When the judgement names another run (``Judgement.run_id``, e.g. the previous turn the user
+    When the verdict names another run (``Verdict.run_id``, e.g. the previous turn the user
     rejected), that run is the one annotated, repaired, linked from the spans and passed to
     ``on_result``; it is skipped (counted in ``stats.skipped_forks`` / ``stats.skipped_unknown``,
     no ``on_result``) when it is a fork or not in the store. A run this queue already repaired is
     not repaired again (``stats.skipped_repeats``, no ``on_result``); a repair that raised may be
-    retried when the run is blamed again. The judgement's ``reason`` (e.g. the user's correction)
+    retried when the run is blamed again. The verdict's ``feedback`` (e.g. the user's correction)
     reaches a repairer whose ``repair`` takes ``feedback=`` (``RepairService`` does) as failure
     feedback for its proposer.
 
     The run to repair is annotated ``outcome=failure`` when it has no outcome yet, and, when the
-    judgement states the right answer (``Judgement.expected``, e.g. the value of the user's
+    verdict states the right answer (``Verdict.expected``, e.g. the value of the user's
     correction) and the run has no stored reference, ``reference=expected``; an existing
     reference is never overwritten. The repairer gets the trajectory with both, so a
     ``RepairService(verifier=ReferenceVerifier())`` judges its forks against what the user said
@@ -135,18 +87,18 @@ class RepairQueue:
         self,
         repairer: Any,
         *,
-        judge: FailureJudge | Verifier | Callable[..., bool | None],
+        judge: Verifier | Callable[..., bool | None],
         store: Any = None,
         maxsize: int = 16,
         tracer_provider: Any = None,
-        on_result: Callable[[str, Judgement, RepairResult | None], None] | None = None,
+        on_result: Callable[[str, Verdict, RepairResult | None], None] | None = None,
         fetch_attempts: int = 5,
         keep_results: int = 100,
     ) -> None:
         if maxsize < 1:
             raise ValueError(f"maxsize must be >= 1, got {maxsize}")
         self._repair = _repair_callable(repairer)
-        self.judge = as_judge(judge)
+        self.judge = as_verifier(judge)
         found = store if store is not None else getattr(repairer, "store", None)
         if found is None:
             raise ValueError("RepairQueue needs a store to read finished runs from")
@@ -230,22 +182,22 @@ class RepairQueue:
             with self._lock:
                 self.stats.skipped_forks += 1
             return
-        judgement = self.judge.judge(trajectory)
+        verdict = self.judge.verify(trajectory)
         with self._lock:
             self.stats.processed += 1
-            if judgement.failed is None:
+            if verdict.failed is None:
                 self.stats.undecided += 1
-            elif judgement.failed:
+            elif verdict.failed:
                 self.stats.judged_failed += 1
             else:
                 self.stats.judged_ok += 1
-        if not judgement.failed:
+        if not verdict.failed:
             if self.on_result is not None:
-                self.on_result(run_id, judgement, None)
+                self.on_result(run_id, verdict, None)
             return
-        if judgement.run_id is not None and judgement.run_id != run_id:
-            # the judge blamed another run (e.g. the previous turn, which the user rejected)
-            run_id = judgement.run_id
+        if verdict.run_id is not None and verdict.run_id != run_id:
+            # the verdict blamed another run (e.g. the previous turn, which the user rejected)
+            run_id = verdict.run_id
             try:
                 trajectory = self.store.get_trajectory(run_id)
             except KeyError:
@@ -260,8 +212,8 @@ class RepairQueue:
             with self._lock:
                 self.stats.skipped_repeats += 1
             return
-        trajectory = self._annotate_failure(run_id, trajectory, judgement)
-        result = self._repair(trajectory, judgement.reason or None)
+        trajectory = self._annotate_failure(run_id, trajectory, verdict)
+        result = self._repair(trajectory, verdict.feedback or None)
         self._repaired[run_id] = None  # only once it returned: a repair that raised may be retried
         if len(self._repaired) > _REMEMBER_REPAIRED:
             self._repaired.popitem(last=False)
@@ -270,16 +222,16 @@ class RepairQueue:
             self.stats.repaired += int(result.status == "repaired")
         emit_repair_spans(self._tracer(), result, root_span_id(self.store, run_id), trajectory=trajectory)
         if self.on_result is not None:
-            self.on_result(run_id, judgement, result)
+            self.on_result(run_id, verdict, result)
 
-    def _annotate_failure(self, run_id: str, trajectory: Trajectory, judgement: Judgement) -> Trajectory:
-        """Record in the store what the judgement established about the failed run (its outcome,
+    def _annotate_failure(self, run_id: str, trajectory: Trajectory, verdict: Verdict) -> Trajectory:
+        """Record in the store what the verdict established about the failed run (its outcome,
         and the answer it should have given when the run has no reference); the updated run."""
         facts: dict[str, Any] = {}
         if trajectory.outcome in (None, Outcome.UNKNOWN):
             facts["outcome"] = Outcome.FAILURE
-        if judgement.expected and trajectory.reference is None:
-            facts["reference"] = judgement.expected
+        if verdict.expected and trajectory.reference is None:
+            facts["reference"] = verdict.expected
         if not facts:
             return trajectory
         self.store.annotate(run_id, **facts)
@@ -310,7 +262,7 @@ class RepairQueue:
 
 def _repair_callable(repairer: Any) -> Callable[[Trajectory, str | None], RepairResult]:
     """``fn(trajectory, feedback)``: the repairer's ``repair`` method or the repairer itself, given
-    the judgement's reason as ``feedback=`` when it takes that keyword (``RepairService`` does)."""
+    the verdict's feedback as ``feedback=`` when it takes that keyword (``RepairService`` does)."""
     if hasattr(repairer, "repair") and callable(repairer.repair):
         fn = repairer.repair
     elif callable(repairer):

@@ -18,19 +18,12 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from causal_middleware.prompts import Fence
+from causal_middleware.prompts.llm import describe_error
+from causal_middleware.protocols import ForkBackend, Proposal, RepairCost, Verifier
 from causal_middleware.repair.crs import fork_with, judge_fork
-from causal_middleware.repair.llm import call_model, describe_error, parse_json, render_trace
-from causal_middleware.repair.models import (
-    LLMValidation,
-    OfflineValidation,
-    Probe,
-    Proposal,
-    RepairCost,
-    RoleJudgement,
-)
+from causal_middleware.repair.llm import call_model, parse_json, render_trace
+from causal_middleware.repair.models import LLMValidation, OfflineValidation, Probe, RoleJudgement
 from causal_middleware.repair.render import canonical_json, to_jsonable
-from causal_middleware.repair.verifiers import Verifier
-from causal_middleware.replay.protocol import ForkBackend
 from causal_middleware.spans.model import NodeStep, Trajectory
 
 
@@ -212,7 +205,7 @@ class LLMValidator:
         transcript = case
         for role in ("proposer", "critic", "meta_critic"):
             try:
-                reply = call_model(self.models[role], fence.system(_ROLE_SYSTEM[role]), transcript, cost)
+                reply = call_model(self.models[role], fence.system(_ROLE_SYSTEM[role]), transcript, cost).text
             except Exception as exc:  # an outage is no verdict, and must not crash the repair
                 return LLMValidation(
                     ran=False,

@@ -1,11 +1,17 @@
 """Verifiers: judge whether a run (original or fork) succeeded.
 
-Three kinds, pluggable wherever a :class:`Verifier` is taken:
+The kinds shipped, pluggable wherever a :class:`~causal_middleware.protocols.Verifier` is taken
+(repair judges its forks with one; ``RepairQueue`` / ``RepairWorker`` decide which finished runs
+failed with one):
 
 * :class:`ReferenceVerifier` - the answer against a reference (and aliases) with the project's
   correctness rule (:func:`causal_middleware.tasks.scoring.is_correct`);
 * :class:`CallableVerifier` - any user function of the answer (or of the whole trajectory);
-* :class:`LLMOutcomeVerifier` - a chat model predicts the outcome from the question and answer.
+* :class:`LLMOutcomeVerifier` - a chat model predicts the outcome from the question and answer;
+* :class:`OutcomeVerifier` - the run's recorded outcome (e.g. annotated by the application).
+
+The context package's :class:`~causal_middleware.context.judges.DissatisfactionVerifier` reads a
+chat user's reaction instead.
 
 :func:`as_verifier` turns a plain ``callable(answer) -> bool`` into a verifier.
 """
@@ -14,24 +20,17 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
 
 from causal_middleware.prompts import Fence
+from causal_middleware.protocols import RepairCost, Verdict, Verifier
 from causal_middleware.repair.llm import call_model, input_text, parse_json, render_trace
-from causal_middleware.repair.models import RepairCost, Verdict
 from causal_middleware.repair.render import shorten
-from causal_middleware.spans.model import Trajectory
+from causal_middleware.spans.model import Outcome, Trajectory
 from causal_middleware.tasks.model import Question
 from causal_middleware.tasks.scoring import is_correct
-
-
-@runtime_checkable
-class Verifier(Protocol):
-    def verify(self, trajectory: Trajectory) -> Verdict:
-        """Judge ``trajectory``'s outcome. ``Verdict.success`` is None when it cannot tell."""
-        ...
 
 
 class ReferenceVerifier:
@@ -118,7 +117,7 @@ class LLMOutcomeVerifier:
                 f"Question: {fence.inline(input_text(trajectory.input))}\n"
                 f"Final answer: {fence.inline(trajectory.answer)}",
             )
-        text = call_model(self.model, fence.system(_OUTCOME_SYSTEM), user, cost)
+        text = call_model(self.model, fence.system(_OUTCOME_SYSTEM), user, cost).text
         try:
             data = parse_json(text, accept=lambda value: isinstance(value, dict) and "success" in value)
             success = data["success"]
@@ -135,6 +134,17 @@ def _clamp(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return min(1.0, max(0.0, float(value)))
+
+
+class OutcomeVerifier:
+    """Failed when the run's recorded outcome (e.g. annotated by the application) is ``failure``;
+    cannot tell when it has none."""
+
+    def verify(self, trajectory: Trajectory) -> Verdict:
+        if trajectory.outcome is None or trajectory.outcome == Outcome.UNKNOWN:
+            return Verdict(success=None, feedback="the run has no recorded outcome")
+        success = trajectory.outcome != Outcome.FAILURE
+        return Verdict(success=success, feedback=f"recorded outcome {trajectory.outcome.value}")
 
 
 def as_verifier(obj: Verifier | Callable[..., bool | None]) -> Verifier:

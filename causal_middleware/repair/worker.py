@@ -23,9 +23,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from causal_middleware.protocols import Verdict, Verifier
 from causal_middleware.repair.models import RepairResult
 from causal_middleware.repair.service import diagnosis_record
-from causal_middleware.repair.trigger import FailureJudge, Judgement, OutcomeJudge
+from causal_middleware.repair.verifiers import OutcomeVerifier, as_verifier
 from causal_middleware.spans.health import health
 from causal_middleware.spans.model import Outcome, Trajectory
 from causal_middleware.store.base import SpanStore, StoreBusyError, StoreError
@@ -105,7 +106,9 @@ class _Heartbeat:
 class RepairWorker:
     """Claims jobs from ``store``'s durable queue and repairs their runs with ``repair``.
 
-    ``judge`` decides which runs failed (default :class:`OutcomeJudge`: the recorded outcome);
+    ``judge`` is the :class:`~causal_middleware.protocols.Verifier` deciding which runs failed
+    (default :class:`~causal_middleware.repair.verifiers.OutcomeVerifier`: the recorded outcome; a
+    plain ``callable(answer) -> bool | None`` is wrapped by ``as_verifier``);
     ``lease_s`` is the visibility timeout (renewed every third of it while a job runs);
     ``max_attempts`` claims per run before it is dead-lettered; ``backoff_s`` before a failed
     job is claimable again.
@@ -116,7 +119,7 @@ class RepairWorker:
         store: SpanStore,
         repair: RepairFn,
         *,
-        judge: FailureJudge | None = None,
+        judge: Verifier | Callable[..., bool | None] | None = None,
         owner: str | None = None,
         lease_s: float = 60.0,
         max_attempts: int = 3,
@@ -133,7 +136,7 @@ class RepairWorker:
                 f"lease_s must be > 0, max_attempts >= 1 and backoff_s >= 0, got {lease_s}, {max_attempts}, {backoff_s}"
             )
         self.store, self.queue, self.repair = store, queue, repair
-        self.judge: FailureJudge = judge if judge is not None else OutcomeJudge()
+        self.judge: Verifier = as_verifier(judge) if judge is not None else OutcomeVerifier()
         self.owner = owner or default_owner()
         self.lease_s, self.max_attempts, self.backoff_s = float(lease_s), int(max_attempts), float(backoff_s)
         self.stats = WorkerStats(owner=self.owner)
@@ -197,24 +200,24 @@ class RepairWorker:
         trajectory = self.store.get_trajectory(run_id)
         if trajectory.is_counterfactual:  # forks (repairs' own probes included) are not judged
             return "skipped_fork", []
-        judgement = self.judge.judge(trajectory)
-        if not judgement.failed:
+        verdict = self.judge.verify(trajectory)
+        if not verdict.failed:
             return "not_failed", []
-        trajectory = self._annotate_failure(trajectory, judgement)
-        result = self.repair(trajectory, judgement.reason or None)
+        trajectory = self._annotate_failure(trajectory, verdict)
+        result = self.repair(trajectory, verdict.feedback or None)
         return result.status, [
             ("diagnosis", diagnosis_record(result.crs)),
             ("repair", result.model_dump(mode="json")),
         ]
 
-    def _annotate_failure(self, trajectory: Trajectory, judgement: Judgement) -> Trajectory:
+    def _annotate_failure(self, trajectory: Trajectory, verdict: Verdict) -> Trajectory:
         """The failed run's outcome (and the judged right answer when it has no reference), kept
         in the store as the in-process queue does; idempotent, so a retried job repeats it harmlessly."""
         facts: dict[str, Any] = {}
         if trajectory.outcome in (None, Outcome.UNKNOWN):
             facts["outcome"] = Outcome.FAILURE
-        if judgement.expected and trajectory.reference is None:
-            facts["reference"] = judgement.expected
+        if verdict.expected and trajectory.reference is None:
+            facts["reference"] = verdict.expected
         if not facts:
             return trajectory
         self.store.annotate(trajectory.run_id, **facts)

@@ -1,5 +1,6 @@
-"""Replay, core side: the fork contracts, fork requests, side-effect policy, determinism (stitching a
-fork onto its parent is the store's: ``causal_middleware.store.stitch``).
+"""Replay, core side: fork requests, side-effect policy, determinism (stitching a
+fork onto its parent is the store's: ``causal_middleware.store.stitch``; the fork backend
+protocols are in ``causal_middleware.protocols``).
 
 The LangGraph implementation (``Replayer``) lives in ``causal_middleware.integrations.langgraph.replayer``
 and is also importable as ``causal_middleware.Replayer``; nothing here imports LangGraph.
@@ -15,16 +16,12 @@ from causal_middleware.replay.determinism import (
 )
 from causal_middleware.replay.errors import ReplayError, SideEffectBlockedError
 from causal_middleware.replay.policy import ForkPolicy, RecordedCall, current_fork_policy, fork_policy
-from causal_middleware.replay.protocol import AsyncForkBackend, DiscardingForkBackend, ForkBackend, SuffixMode
-from causal_middleware.replay.request import ForkPoint, ForkRequest
+from causal_middleware.replay.request import ForkPoint, ForkRequest, SuffixMode
 
 __all__ = [
     "AgentAdapter",
-    "AsyncForkBackend",
     "DeterminismReport",
     "DeterminismSettings",
-    "DiscardingForkBackend",
-    "ForkBackend",
     "ForkPoint",
     "ForkPolicy",
     "ForkRequest",

@@ -4,7 +4,7 @@ Fault injection, probing diagnosers and repair speak in hop terms ("hop 2's evid
 these documents", "hop 3's sub-query becomes this"); only the agent knows which node produced
 that and what its state update looks like. An :class:`AgentAdapter` answers with an
 :class:`~causal_middleware.spans.model.Intervention` (node + replacement output) that a
-:class:`~causal_middleware.replay.protocol.ForkBackend` applies. The reference agent ships one in
+:class:`~causal_middleware.protocols.ForkBackend` applies. The reference agent ships one in
 ``benchmarks.reference_agent``; users of other agents write theirs.
 """
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from causal_middleware.replay.protocol import SuffixMode
+SuffixMode = Literal["regenerate", "frozen", "replay"]
 
 
 class ForkRequest(BaseModel):

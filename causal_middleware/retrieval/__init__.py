@@ -7,6 +7,5 @@ from causal_middleware.retrieval.base import Hit, Index
 from causal_middleware.retrieval.bm25 import BM25Index
 from causal_middleware.retrieval.dense import DenseIndex, HashingEncoder
 from causal_middleware.retrieval.langchain import IndexRetriever
-from causal_middleware.retrieval.tokenize import tokenize
 
-__all__ = ["BM25Index", "DenseIndex", "HashingEncoder", "Hit", "Index", "IndexRetriever", "tokenize"]
+__all__ = ["BM25Index", "DenseIndex", "HashingEncoder", "Hit", "Index", "IndexRetriever"]

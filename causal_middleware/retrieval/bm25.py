@@ -1,6 +1,6 @@
-"""Lexical retrieval: Okapi BM25 over title + text of each passage, on bm25s or rank-bm25.
+"""Lexical retrieval: Okapi BM25 over title + text of each passage, on bm25s, rank-bm25 or plain Python.
 
-Both backends compute the same score, ``sum over query tokens of idf * tf * (k1 + 1) /
+The backends compute the same score, ``sum over query tokens of idf * tf * (k1 + 1) /
 (tf + k1 * (1 - b + b * len / avglen))`` with Lucene's idf ``ln(1 + (N - n + 0.5) / (n + 0.5))``
 (a repeated query token counts each time), so they rank identically. They differ in cost
 (measured by ``benchmarks.suites.retrieval``):
@@ -12,6 +12,12 @@ Both backends compute the same score, ``sum over query tokens of idf * tf * (k1 
 - ``rank_bm25``: rank-bm25's ``BM25Okapi``, scoring each matching passage in Python per query
   (about 40 ms of CPU at 100k). ``upsert`` is incremental (the changed document's counts and the
   idf table: 7 ms at 10k, 80 ms at 100k).
+- ``python``: a dictionary per document scored in plain Python, for the small corpora of a
+  context workspace (tens to a few thousand short documents): no numpy model to build, and an
+  upsert recomputes the statistics of the whole corpus.
+
+``analyzer`` replaces the default tokenizer (the context workspace indexes stemmed content
+tokens); ``distinct_query_terms`` counts a query term once however often it repeats.
 """
 
 from __future__ import annotations
@@ -20,18 +26,18 @@ import importlib.util
 import math
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
 from rank_bm25 import BM25Okapi
 
 from causal_middleware.retrieval.base import Hit, Index
-from causal_middleware.retrieval.tokenize import tokenize
 from causal_middleware.tasks.model import Passage
+from causal_middleware.text import tokenize
 
-Backend = Literal["auto", "bm25s", "rank_bm25"]
-BACKENDS = ("bm25s", "rank_bm25")
+Backend = Literal["auto", "bm25s", "rank_bm25", "python"]
+BACKENDS = ("bm25s", "rank_bm25", "python")
 
 
 def passage_document(passage: Passage) -> str:
@@ -62,15 +68,21 @@ class BM25Index(Index):
         k1: float = 1.5,
         b: float = 0.75,
         name: str | None = None,
+        analyzer: Callable[[str], Sequence[str]] = tokenize,
+        distinct_query_terms: bool = False,
     ) -> None:
         if backend not in ("auto", *BACKENDS):
-            raise ValueError(f"unknown BM25 backend {backend!r}; expected 'auto', 'bm25s' or 'rank_bm25'")
+            raise ValueError(
+                f"unknown BM25 backend {backend!r}; expected 'auto', 'bm25s', 'rank_bm25' or 'python'"
+            )
         self.backend: str = default_backend() if backend == "auto" else backend
         if self.backend == "bm25s" and importlib.util.find_spec("bm25s") is None:
             raise ImportError("BM25Index(backend='bm25s') needs the bm25s package: pip install bm25s")
         if name is not None:
             self.name = name
         self.k1, self.b = k1, b
+        self._analyzer = analyzer
+        self._distinct_query_terms = distinct_query_terms
         self._passages: list[Passage] = []
         self._positions: dict[str, int] = {}
         self._scorer: _Scorer = self._new_scorer([])
@@ -92,13 +104,15 @@ class BM25Index(Index):
             positions[passage.id] = pos
         self._passages = list(passages)
         self._positions = positions
-        self._scorer = self._new_scorer([tokenize(passage_document(p)) for p in self._passages])
+        self._scorer = self._new_scorer([self._terms(passage_document(p)) for p in self._passages])
 
     def search(self, query: str, k: int = 5) -> list[Hit]:
         """The ``k`` best-scoring passages for ``query``; empty when the query has no indexed token."""
         if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
             raise ValueError(f"k must be a positive integer, got {k!r}")
-        tokens = tokenize(query)
+        tokens = self._terms(query)
+        if self._distinct_query_terms:
+            tokens = list(dict.fromkeys(tokens))
         if not tokens:
             return []
         positions, scores = self._scorer.scores(tokens)
@@ -120,7 +134,7 @@ class BM25Index(Index):
             self._passages.append(passage)
         else:
             self._passages[pos] = passage
-        self._scorer.update(pos, tokenize(passage_document(passage)))
+        self._scorer.update(pos, self._terms(passage_document(passage)))
 
     def get(self, passage_id: str) -> Passage:
         """The indexed passage with this id (KeyError naming the id when absent)."""
@@ -137,9 +151,14 @@ class BM25Index(Index):
     def __len__(self) -> int:
         return len(self._passages)
 
+    def _terms(self, text: str) -> list[str]:
+        return list(self._analyzer(text))
+
     def _new_scorer(self, documents: list[list[str]]) -> _Scorer:
         if self.backend == "bm25s":
             return _BM25sScorer(documents, self.k1, self.b)
+        if self.backend == "python":
+            return _PythonScorer(documents, self.k1, self.b)
         return _RankBM25Scorer(documents, self.k1, self.b)
 
 
@@ -229,6 +248,47 @@ class _RankBM25Scorer(_Scorer):
             self._bm25.corpus_size = len(self._doc_len)
             self._bm25.avgdl = sum(self._doc_len) / self._bm25.corpus_size
             self._bm25._calc_idf(self._df)
+
+
+class _PythonScorer(_Scorer):
+    """Term-frequency dictionaries scored in plain Python, Lucene idf; updates recount the corpus."""
+
+    def __init__(self, documents: list[list[str]], k1: float, b: float) -> None:
+        self.k1, self.b = k1, b
+        self._tf = [Counter(d) for d in documents]
+        self._len = [len(d) for d in documents]
+        self._count()
+
+    def _count(self) -> None:
+        self._avg = (sum(self._len) / len(self._len)) if self._len else 0.0
+        df: Counter[str] = Counter()
+        for tf in self._tf:
+            df.update(tf.keys())
+        n = len(self._tf)
+        self._idf = {t: math.log(1.0 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+
+    def scores(self, tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        positions: list[int] = []
+        scores: list[float] = []
+        for pos, (tf, length) in enumerate(zip(self._tf, self._len, strict=True)):
+            s = 0.0
+            norm = self.k1 * (1 - self.b + self.b * (length / self._avg if self._avg else 0.0))
+            for term in tokens:
+                f = tf.get(term)
+                if f:
+                    s += self._idf[term] * f * (self.k1 + 1) / (f + norm)
+            if s > 0:
+                positions.append(pos)
+                scores.append(s)
+        return np.asarray(positions, dtype=np.int64), np.asarray(scores, dtype=np.float64)
+
+    def update(self, pos: int, tokens: list[str]) -> None:
+        if pos == len(self._tf):
+            self._tf.append(Counter(tokens))
+            self._len.append(len(tokens))
+        else:
+            self._tf[pos], self._len[pos] = Counter(tokens), len(tokens)
+        self._count()
 
 
 class _BM25sScorer(_Scorer):

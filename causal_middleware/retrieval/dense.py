@@ -28,8 +28,8 @@ import numpy as np
 
 from causal_middleware.retrieval.base import Hit, Index
 from causal_middleware.retrieval.bm25 import passage_document
-from causal_middleware.retrieval.tokenize import tokenize
 from causal_middleware.tasks.model import Passage
+from causal_middleware.text import tokenize
 
 CACHE_ENV = "CAUSAL_MW_CACHE"
 DENSE_INSTALL_HINT = "pip install 'causal-middleware[dense]'"

@@ -1,5 +1,5 @@
-"""An in-memory span store: for tests and short-lived scripts. Same behaviour as the SQLite store
-(spans are kept JSON-encoded exactly as SQLite keeps them), nothing survives the process."""
+"""An in-memory span store: for tests and short-lived scripts. Same answers as the SQLite store
+(spans are kept JSON-encoded, trajectories cached the same way), nothing survives the process."""
 
 from __future__ import annotations
 

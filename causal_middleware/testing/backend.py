@@ -24,8 +24,7 @@ from typing import Any
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from causal_middleware.replay.protocol import SuffixMode
-from causal_middleware.replay.request import ForkRequest
+from causal_middleware.replay.request import ForkRequest, SuffixMode
 from causal_middleware.spans.model import Intervention, Lineage, Outcome, Trajectory
 from causal_middleware.store.base import SpanStore
 from causal_middleware.store.memory import InMemorySpanStore
@@ -60,7 +59,7 @@ class FakeRun:
 
 
 class FakeForkBackend:
-    """:class:`~causal_middleware.replay.protocol.ForkBackend` over a scripted agent.
+    """:class:`~causal_middleware.protocols.ForkBackend` over a scripted agent.
 
     ``store`` defaults to a fresh :class:`InMemorySpanStore`; ``judge`` sets each run's outcome
     against its reference (runs without a reference have no outcome). ``runs`` maps run ids to
@@ -238,7 +237,7 @@ class FakeForkBackend:
 
 class DiscardingFakeForkBackend(FakeForkBackend):
     """A :class:`FakeForkBackend` that also implements
-    :class:`~causal_middleware.replay.protocol.DiscardingForkBackend`: discarding a fork forgets
+    :class:`~causal_middleware.protocols.DiscardingForkBackend`: discarding a fork forgets
     it (it can no longer be forked); its spans stay in the store. ``discarded`` lists them."""
 
     def __init__(

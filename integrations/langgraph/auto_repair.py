@@ -3,8 +3,8 @@
     graph = instrument(my_graph, store="runs.db", on_failure=repair_on_failure())
 
 Each finished run is judged in the background (default: its recorded outcome, which
-``config={"metadata": {"causal_reference": ...}}`` sets at record time; any ``FailureJudge`` or
-verifier instead); a failed run is diagnosed and repaired on forks of this very graph, with the
+``config={"metadata": {"causal_reference": ...}}`` sets at record time; any
+:class:`~causal_middleware.protocols.Verifier` or ``callable(answer) -> bool | None`` instead); a failed run is diagnosed and repaired on forks of this very graph, with the
 interventions derived from the trace (:class:`~causal_middleware.repair.trace_proposer.TraceProposer`
 over the graph's own retrievers and tools). ``invoke`` never waits for it.
 """
@@ -12,13 +12,13 @@ over the graph's own retrievers and tools). ``invoke`` never waits for it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from causal_middleware.repair.proposers import Proposer
+from causal_middleware.protocols import Proposer, Verdict, Verifier
+from causal_middleware.repair.models import RepairResult
 from causal_middleware.repair.service import RepairConfig, RepairService
 from causal_middleware.repair.trace_proposer import TraceProposer
-from causal_middleware.repair.trigger import FailureJudge, OutcomeJudge, RepairQueue
-from causal_middleware.repair.verifiers import ReferenceVerifier, Verifier
+from causal_middleware.repair.trigger import RepairQueue
+from causal_middleware.repair.verifiers import OutcomeVerifier, ReferenceVerifier
 from causal_middleware.retrieval.base import Index
 from causal_middleware.retrieval.langchain import RetrieverIndex
 
@@ -53,16 +53,17 @@ def trace_proposer_for(graph: InstrumentedGraph) -> TraceProposer:
 
 def repair_on_failure(
     *,
-    judge: FailureJudge | Verifier | Callable[..., bool | None] | None = None,
+    judge: Verifier | Callable[..., bool | None] | None = None,
     verifier: Verifier | Callable[..., bool | None] | None = None,
     proposer: Proposer | None = None,
     config: RepairConfig | None = None,
     maxsize: int = 16,
-    on_result: Callable[..., None] | None = None,
+    on_result: Callable[[str, Verdict, RepairResult | None], None] | None = None,
 ) -> Callable[[InstrumentedGraph], RepairQueue]:
     """A factory for ``instrument(..., on_failure=...)`` (see the module docstring).
 
-    ``judge`` decides which runs failed (default :class:`OutcomeJudge`); ``verifier`` judges the
+    ``judge`` decides which runs failed (default
+    :class:`~causal_middleware.repair.verifiers.OutcomeVerifier`: the recorded outcome); ``verifier`` judges the
     forks (default: the run's reference answer); ``proposer`` defaults to the trace-derived one.
     """
 
@@ -76,7 +77,7 @@ def repair_on_failure(
             store=graph.store,
             config=config,
         )
-        chosen: Any = judge if judge is not None else OutcomeJudge()
+        chosen = judge if judge is not None else OutcomeVerifier()
         return RepairQueue(service, judge=chosen, store=graph.store, maxsize=maxsize, on_result=on_result)
 
     return build

@@ -15,14 +15,15 @@ import copy
 import os
 import threading
 import uuid
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from typing import Any, Literal
 
 from langchain_core.callbacks import BaseCallbackManager
 from langgraph.pregel import Pregel
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanLimits, SpanProcessor, TracerProvider
 
+from causal_middleware.protocols import FailureSink
 from causal_middleware.spans.content import (
     CaptureContent,
     Redactor,
@@ -83,8 +84,8 @@ class InstrumentedGraph:
 
     def __init__(
         self,
-        original: Pregel,
-        wrapped: Pregel,
+        original: Pregel[Any, Any, Any, Any],
+        wrapped: Pregel[Any, Any, Any, Any],
         handler: CausalCallbackHandler,
         tracer_provider: TracerProvider,
         *,
@@ -109,7 +110,7 @@ class InstrumentedGraph:
         self._last: RunRef | None = None
         self._closed = False
         self._close_lock = threading.Lock()
-        self._on_failure: Any = None
+        self._on_failure: FailureSink | None = None
         # node -> state key holding its retrieved documents (instrument(state_keys=...))
         self.state_keys: dict[str, str] = {}
 
@@ -180,14 +181,15 @@ class InstrumentedGraph:
 
     # --- on_failure: hand finished runs to a background judge/repair queue ------------------
     @property
-    def on_failure(self) -> Any:
-        """Where finished runs go to be judged and repaired (an object with ``submit(run_id)``,
-        e.g. ``causal_middleware.repair.RepairQueue``), or None."""
+    def on_failure(self) -> FailureSink | None:
+        """Where finished runs go to be judged and repaired (a
+        :class:`~causal_middleware.protocols.FailureSink`, e.g.
+        ``causal_middleware.repair.trigger.RepairQueue``), or None."""
         return self._on_failure
 
     @on_failure.setter
-    def on_failure(self, target: Any) -> None:
-        if target is not None and not callable(getattr(target, "submit", None)):
+    def on_failure(self, target: FailureSink | None) -> None:
+        if target is not None and not _is_sink(target):
             raise TypeError(f"on_failure needs an object with submit(run_id), got {type(target).__name__}")
         self._on_failure = target
 
@@ -259,12 +261,13 @@ class InstrumentedGraph:
         return self._handler
 
     @property
-    def graph(self) -> Pregel:
+    def graph(self) -> Pregel[Any, Any, Any, Any]:
         """The wrapped compiled graph (shares the original's checkpointer)."""
-        return self._graph
+        graph: Pregel[Any, Any, Any, Any] = self._graph
+        return graph
 
     @property
-    def original_graph(self) -> Pregel:
+    def original_graph(self) -> Pregel[Any, Any, Any, Any]:
         return self._original
 
     @property
@@ -332,7 +335,7 @@ class InstrumentedGraph:
 
 
 def instrument(
-    graph: Pregel,
+    graph: Pregel[Any, Any, Any, Any],
     *,
     store: SpanStore | str | os.PathLike[str] | None = "causal_runs.db",
     hop_nodes: Iterable[str] | None = None,
@@ -345,7 +348,7 @@ def instrument(
     redact: Redactor | None = default_redactor,
     answer_nodes: Iterable[str] | None = None,
     graph_name: str | None = None,
-    on_failure: Any = None,
+    on_failure: FailureSink | Callable[[InstrumentedGraph], FailureSink] | Literal["enqueue"] | None = None,
     state_keys: Mapping[str, str] | None = None,
     shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT_S,
 ) -> InstrumentedGraph:
@@ -367,8 +370,8 @@ def instrument(
         answer_nodes: nodes whose update is the graph's answer; default: inferred.
         graph_name: run span name; default the graph's name.
         on_failure: where finished runs are handed to be judged and, when failed, repaired in the
-            background: an object with ``submit(run_id)`` that never blocks (a
-            ``causal_middleware.repair.RepairQueue``), or a callable taking the instrumented graph
+            background: a :class:`~causal_middleware.protocols.FailureSink` (``submit(run_id)``,
+            never blocking: a ``causal_middleware.repair.trigger.RepairQueue``), or a callable taking the instrumented graph
             and returning one (so the queue's repairs can fork this very graph), or ``"enqueue"``:
             only enqueue finished runs in the store's durable queue for ``causal-mw worker``
             processes (needs a ``postgresql://`` store). Also settable later as
@@ -439,19 +442,37 @@ def instrument(
         shutdown_budget=budget,
     )
     instrumented.state_keys = keys
-    if on_failure == "enqueue":  # durable queue in the store, repaired by `causal-mw worker`
-        from causal_middleware.repair.enqueue import DurableEnqueuer
-
-        on_failure = DurableEnqueuer(span_store)
-    if on_failure is not None:
-        has_submit = callable(getattr(on_failure, "submit", None))
-        instrumented.on_failure = (
-            on_failure if has_submit or not callable(on_failure) else on_failure(instrumented)
-        )
+    instrumented.on_failure = _failure_sink(on_failure, instrumented, span_store)
     return instrumented
 
 
-def _check_state_keys(state_keys: Mapping[str, str] | None, graph: Pregel) -> dict[str, str]:
+def _is_sink(target: object) -> bool:
+    return isinstance(target, FailureSink) and callable(target.submit)
+
+
+def _failure_sink(
+    on_failure: FailureSink | Callable[[InstrumentedGraph], FailureSink] | str | None,
+    instrumented: InstrumentedGraph,
+    store: SpanStore | None,
+) -> FailureSink | None:
+    """The sink ``instrument(on_failure=...)`` names: itself, what a factory builds for this graph,
+    or for ``"enqueue"`` the store's durable queue (repaired by ``causal-mw worker``)."""
+    if on_failure is None:
+        return None
+    if isinstance(on_failure, FailureSink) and callable(on_failure.submit):
+        return on_failure
+    if on_failure == "enqueue":
+        from causal_middleware.repair.enqueue import DurableEnqueuer
+
+        return DurableEnqueuer(store)
+    if callable(on_failure):
+        return on_failure(instrumented)
+    raise TypeError(f"on_failure needs an object with submit(run_id), got {type(on_failure).__name__}")
+
+
+def _check_state_keys(
+    state_keys: Mapping[str, str] | None, graph: Pregel[Any, Any, Any, Any]
+) -> dict[str, str]:
     if state_keys is None:
         return {}
     if not isinstance(state_keys, Mapping) or not all(

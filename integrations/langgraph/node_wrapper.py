@@ -180,7 +180,7 @@ def _with_traced_routers(writers: Sequence[Any]) -> list[Any] | None:
     return out if changed else None
 
 
-def wrap_graph(graph: Pregel, lookup: SpanLookup) -> Pregel:
+def wrap_graph(graph: Pregel[Any, Any, Any, Any], lookup: SpanLookup) -> Pregel[Any, Any, Any, Any]:
     """A copy of ``graph`` whose nodes (and compiled subgraphs' nodes) run in :class:`CausalNodeWrapper`.
 
     The copy shares the original's checkpointer, store, channels and builder, so ``get_state``,

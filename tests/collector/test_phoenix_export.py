@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import pytest
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+
 from benchmarks.reference_agent.graph import (
     REFERENCE_ANSWER_NODES,
     REFERENCE_HOP_NODES,
     build_world_agent,
     run_question,
 )
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-
+from benchmarks.world.generator import generate_world
 from causal_middleware import instrument
 from causal_middleware.store.memory import InMemorySpanStore
-from benchmarks.world.generator import generate_world
 
 pytestmark = [pytest.mark.collector, pytest.mark.xdist_group("phoenix")]
 

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from benchmarks.context import bench as bench_module
 from benchmarks.context.bench import markdown_table, run_context_bench
 from benchmarks.context.simulation import generate_benchmark
 from benchmarks.context.simulation.verification import BenchmarkVerificationError
 from causal_middleware.cli.main import main
-from benchmarks.context import bench as bench_module
 
 REQUIRED = ("acc_at_1", "acc_at_3", "component_acc", "op_acc", "path_acc", "path_partial_acc", "e2e_acc")
 

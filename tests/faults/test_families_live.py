@@ -8,9 +8,9 @@ from faults_helpers import assert_live_suffix, correct_question, sweep_one
 from benchmarks.world.templates import parse_sub_query
 from causal_middleware.faults.grammar import CONFIDENCE_MARKERS
 from causal_middleware.faults.model import FaultLabel
-from causal_middleware.retrieval.tokenize import tokenize
 from causal_middleware.store.stitch import INHERITED, INTERVENED
 from causal_middleware.tasks.scoring import contains_answer, is_correct, token_set
+from causal_middleware.text import tokenize
 
 
 def _label(fork) -> FaultLabel:  # type: ignore[no-untyped-def]

@@ -254,7 +254,10 @@ def test_whowhen_benchmark_writes_its_table_and_json(tmp_path: Path) -> None:
     for name in ("1.json", "2.json", "3.json"):
         shutil.copy(source / name, subset / name)
     out = tmp_path / "out"
-    assert whowhen_bench.main([str(tmp_path / "data"), "--methods", "information_flow,rule", "--out", str(out)]) == 0
+    assert (
+        whowhen_bench.main([str(tmp_path / "data"), "--methods", "information_flow,rule", "--out", str(out)])
+        == 0
+    )
     [result] = json.loads((out / "whowhen.json").read_text())
     assert result["n"] == 3 and {"first_agent", "first_reply", "last", "random"} <= set(result["rows"])
     row = result["rows"]["information_flow"]

@@ -320,8 +320,10 @@ def test_installer_reports_json(tmp_path, monkeypatch, capsys):
 
 
 def test_answered_calls_are_those_with_a_tool_message():
-    from causal_middleware.integrations.llamacpp import _key, answered_calls
+    from causal_middleware.integrations.llamacpp_tools import answered_calls, tool_call_key
 
     unanswered = AIMessage("", tool_calls=[{"name": "add", "args": {"a": 1}, "id": "c9"}])
     keys = answered_calls([*CONVERSATION, unanswered])
-    assert keys == {_key({"name": "get_weather", "args": {"city": "Paris"}, "id": "x", "type": "tool_call"})}
+    assert keys == {
+        tool_call_key({"name": "get_weather", "args": {"city": "Paris"}, "id": "x", "type": "tool_call"})
+    }

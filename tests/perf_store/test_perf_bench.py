@@ -55,3 +55,5 @@ def test_bad_arguments_exit_2_with_one_line(tmp_path: Path, capsys: pytest.Captu
     blocker.write_text("x")
     assert cli.main(["--out", str(blocker / "sub")]) == 2
     assert "cannot create --out folder" in capsys.readouterr().err
+    assert cli.main(["--out", str(tmp_path), "--before-ref", "no-such-revision"]) == 2
+    assert "--before-ref 'no-such-revision' is not a git revision" in capsys.readouterr().err

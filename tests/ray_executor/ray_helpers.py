@@ -30,14 +30,29 @@ def repair_comparable(results: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def unit_records(store: SpanStore) -> dict[str, dict[str, Any]]:
-    """Every unit's latest record, without run ids and timings, plus its fork's answer and outcome."""
+# fresh per process: run ids and LangGraph checkpoint ids
+RUN_ID_KEYS = {"run_id", "base_run_id", "fork_run_id", "parent_run_id", "replay.branch_checkpoint_id"}
+
+
+def without_run_ids(value: Any) -> Any:
+    """``value`` with every run-id field dropped, at any depth (run ids are fresh per process)."""
+    if isinstance(value, dict):
+        return {k: without_run_ids(v) for k, v in value.items() if k not in RUN_ID_KEYS}
+    if isinstance(value, list):
+        return [without_run_ids(v) for v in value]
+    return value
+
+
+def unit_records(store: SpanStore) -> dict[str, Any]:
+    """Every unit's latest record, without run ids and timings, plus its stored fork's answer,
+    outcome and labels (the fork's lineage must name the unit's base run)."""
     out = {}
     for key, record in latest_records(store).items():
-        row = record.model_dump(mode="json", exclude={"base_run_id", "fork_run_id", "elapsed_s"})
+        row = record.model_dump(mode="json", exclude={"elapsed_s"})
         if record.fork_run_id is not None:
             fork = store.get_trajectory(record.fork_run_id)
             assert fork.lineage is not None and fork.lineage.parent_run_id == record.base_run_id
-            row["stored_fork"] = {"answer": fork.answer, "outcome": fork.outcome, "labels": fork.labels}
-        out[key] = row
+            assert store.get_trajectory(record.base_run_id or "").answer == record.base_answer
+            row["stored_fork"] = {"answer": fork.answer, "outcome": str(fork.outcome), "labels": fork.labels}
+        out[key] = without_run_ids(row)
     return out

@@ -93,7 +93,9 @@ def test_the_remote_path_equals_the_local_sweep_and_builds_the_agent_once_per_pr
     assert unit_records(remote_store) == unit_records(local_store)
     assert local.statuses.get("done", 0) > 0
     # the stand-in's "worker" is this process: one agent for the spec, reused by every question
-    assert worker_environment(spec) is worker_environment(ReferenceEnvSpec(dataset="world", n=3, seed=1, hops=3))
+    assert worker_environment(spec) is worker_environment(
+        ReferenceEnvSpec(dataset="world", n=3, seed=1, hops=3)
+    )
 
 
 def test_a_remote_executor_without_an_env_spec_is_refused() -> None:

@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
-from causal_middleware.repair.models import Proposal, ProposalBatch
+from causal_middleware.protocols import Proposal, ProposalBatch
 from causal_middleware.spans.model import NodeStep, Trajectory
 
 

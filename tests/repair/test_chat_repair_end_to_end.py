@@ -35,16 +35,15 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from pydantic import Field
 
 from causal_middleware import instrument
-from causal_middleware.context.judges import DissatisfactionJudge
+from causal_middleware.context.judges import DissatisfactionVerifier
+from causal_middleware.protocols import ProposalBatch, Verdict
 from causal_middleware.repair import (
-    Judgement,
     LLMProposer,
     ReferenceVerifier,
     RepairQueue,
     RepairResult,
     RepairService,
 )
-from causal_middleware.repair.models import ProposalBatch
 from causal_middleware.repair.trigger import root_span_id
 from causal_middleware.spans import attributes as A
 from causal_middleware.spans.model import NodeStep, Outcome, Trajectory
@@ -177,12 +176,12 @@ def test_the_users_correction_is_the_reference_the_repair_is_verified_against(
     store = InMemorySpanStore()
     chat_model = CapitalChatModel()
     proposer = GatedProposer(ProposerChatModel())
-    judged: list[tuple[str, Judgement, str]] = []
+    judged: list[tuple[str, Verdict, str]] = []
     queues: list[RepairQueue] = []
 
-    class RecordingJudge(DissatisfactionJudge):
-        def judge(self, trajectory: Trajectory) -> Judgement:
-            verdict = super().judge(trajectory)
+    class RecordingJudge(DissatisfactionVerifier):
+        def verify(self, trajectory: Trajectory) -> Verdict:
+            verdict = super().verify(trajectory)
             judged.append((trajectory.run_id, verdict, threading.current_thread().name))
             return verdict
 

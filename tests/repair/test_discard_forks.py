@@ -13,6 +13,7 @@ from repair_agent import first_failing_fault
 from benchmarks.reference_agent.adapter import reference_sweep_environment
 from benchmarks.world.generator import generate_world
 from causal_middleware.faults.sweep import SweepEnvironment
+from causal_middleware.protocols import DiscardingForkBackend
 from causal_middleware.repair import (
     ForkCache,
     OfflineProposer,
@@ -22,7 +23,6 @@ from causal_middleware.repair import (
     repair_run,
 )
 from causal_middleware.repair.service import DISCARD_SITE
-from causal_middleware.replay.protocol import DiscardingForkBackend
 from causal_middleware.spans.health import health
 from causal_middleware.spans.model import Trajectory
 from causal_middleware.store.memory import InMemorySpanStore

@@ -19,8 +19,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from causal_middleware import instrument
-from causal_middleware.context.judges import DissatisfactionJudge
-from causal_middleware.repair import Judgement, RepairQueue
+from causal_middleware.context.judges import DissatisfactionVerifier
+from causal_middleware.protocols import Verdict
+from causal_middleware.repair import RepairQueue
 from causal_middleware.repair.models import CRSResult, RepairResult
 from causal_middleware.repair.trigger import root_span_id
 from causal_middleware.spans import attributes as A
@@ -78,14 +79,16 @@ def test_a_correction_fails_the_previous_run() -> None:
         [QUESTION, "No, that's wrong, it's Canberra."],
         [WRONG, AIMessage(content="You are right, the capital of Australia is Canberra.")],
     )
-    judge = DissatisfactionJudge(store)
-    verdict = judge.judge(second)
+    judge = DissatisfactionVerifier(store)
+    verdict = judge.verify(second)
     assert verdict.failed is True and verdict.run_id == first.run_id
-    assert "CORRECTION in turn 2" in verdict.reason and "No, that's wrong, it's Canberra." in verdict.reason
+    assert (
+        "CORRECTION in turn 2" in verdict.feedback and "No, that's wrong, it's Canberra." in verdict.feedback
+    )
     assert verdict.expected == "Canberra"  # the value the correction states
-    alone = judge.judge(first)  # turn 1 on its own: a plain question, nothing to blame
+    alone = judge.verify(first)  # turn 1 on its own: a plain question, nothing to blame
     assert alone.failed is False and alone.run_id is None and alone.expected is None
-    assert "no dissatisfaction signal in turn 1" in alone.reason
+    assert "no dissatisfaction signal in turn 1" in alone.feedback
 
 
 @pytest.mark.parametrize(
@@ -98,9 +101,9 @@ def test_a_correction_fails_the_previous_run() -> None:
 )
 def test_other_user_reactions_also_fail_the_previous_run(reaction: str, signal: str) -> None:
     store, (first, second) = _chat([QUESTION, reaction], [WRONG, AIMessage(content="Canberra.")])
-    verdict = DissatisfactionJudge(store).judge(second)
+    verdict = DissatisfactionVerifier(store).verify(second)
     assert verdict.failed is True and verdict.run_id == first.run_id
-    assert f"{signal} in turn 2" in verdict.reason
+    assert f"{signal} in turn 2" in verdict.feedback
     assert verdict.expected is None  # the reaction states no right answer
 
 
@@ -109,20 +112,20 @@ def test_a_neutral_follow_up_is_not_a_failure() -> None:
         [QUESTION, "Thanks. And how many people live in Canberra?"],
         [WRONG, AIMessage(content="About 470,000 people live in Canberra.")],
     )
-    verdict = DissatisfactionJudge(store).judge(second)
+    verdict = DissatisfactionVerifier(store).verify(second)
     assert verdict.failed is False and verdict.run_id is None
-    assert verdict.reason == "no dissatisfaction signal in turn 2"
+    assert verdict.feedback == "no dissatisfaction signal in turn 2"
 
 
 def test_a_weak_signal_stays_below_the_escalation_threshold() -> None:
     store, (_, second) = _chat(
         [QUESTION, "What do you mean?"], [WRONG, AIMessage(content="Sydney is the capital city.")]
     )
-    verdict = DissatisfactionJudge(store).judge(second)  # clarification: 0.8 x 0.85 < 0.7
+    verdict = DissatisfactionVerifier(store).verify(second)  # clarification: 0.8 x 0.85 < 0.7
     assert verdict.failed is False and verdict.run_id is None
     assert (
-        "below the escalation threshold" in verdict.reason
-        and "CLARIFICATION_REQUEST in turn 2" in verdict.reason
+        "below the escalation threshold" in verdict.feedback
+        and "CLARIFICATION_REQUEST in turn 2" in verdict.feedback
     )
 
 
@@ -136,10 +139,10 @@ def test_a_tool_error_inside_the_run_fails_that_run() -> None:
         ],
     )
     assert second.status.value == "ok"  # the agent recovered: only the detector sees the failure
-    verdict = DissatisfactionJudge(store).judge(second)
+    verdict = DissatisfactionVerifier(store).verify(second)
     assert verdict.failed is True and verdict.run_id is None and verdict.expected is None
-    assert "TOOL_EXECUTION_ERROR in turn 2" in verdict.reason and "timed out" in verdict.reason
-    assert DissatisfactionJudge(store).judge(first).failed is False
+    assert "TOOL_EXECUTION_ERROR in turn 2" in verdict.feedback and "timed out" in verdict.feedback
+    assert DissatisfactionVerifier(store).verify(first).failed is False
 
 
 @pytest.mark.parametrize(
@@ -158,7 +161,7 @@ def test_a_tool_error_inside_the_run_fails_that_run() -> None:
 )
 def test_a_rejection_states_the_right_answer_only_as_a_value(correction: str, expected: str | None) -> None:
     store, (first, second) = _chat([QUESTION, correction], [WRONG, AIMessage(content="Sorry.")])
-    verdict = DissatisfactionJudge(store).judge(second)
+    verdict = DissatisfactionVerifier(store).verify(second)
     assert verdict.failed is True and verdict.run_id == first.run_id
     assert verdict.expected == expected
 
@@ -168,10 +171,10 @@ def test_without_history_a_correction_has_no_run_to_blame() -> None:
         [QUESTION, "No, that's wrong, it's Canberra."],
         [WRONG, AIMessage(content="Canberra, yes.")],
     )
-    for judge in (DissatisfactionJudge(), DissatisfactionJudge(store, history=1)):
-        verdict = judge.judge(second)
+    for judge in (DissatisfactionVerifier(), DissatisfactionVerifier(store, history=1)):
+        verdict = judge.verify(second)
         assert verdict.failed is False and verdict.run_id is None
-        assert "no earlier run" in verdict.reason and "CORRECTION" in verdict.reason
+        assert "no earlier run" in verdict.feedback and "CORRECTION" in verdict.feedback
 
 
 def test_forks_in_the_thread_are_not_the_previous_run() -> None:
@@ -189,19 +192,21 @@ def test_forks_in_the_thread_are_not_the_previous_run() -> None:
     second = _say(agent, "No, that's wrong, it's Canberra.")
     agent.force_flush()
     assert store.get_trajectory(fork).is_counterfactual
-    judge = DissatisfactionJudge(store)
+    judge = DissatisfactionVerifier(store)
     assert [t.run_id for t in judge.thread_runs(store.get_trajectory(second))] == [first, second]
-    verdict = judge.judge(store.get_trajectory(second))
+    verdict = judge.verify(store.get_trajectory(second))
     assert verdict.failed is True and verdict.run_id == first
-    assert judge.judge(store.get_trajectory(fork)).failed is None
+    assert judge.verify(store.get_trajectory(fork)).failed is None
 
 
 def test_llm_mode_without_a_model_cannot_tell() -> None:
     store, (_, second) = _chat(
         [QUESTION, "No, that's wrong, it's Canberra."], [WRONG, AIMessage(content="Canberra.")]
     )
-    verdict = DissatisfactionJudge(store, mode="llm").judge(second)
-    assert verdict.failed is None and "did not run" in verdict.reason and "no chat model" in verdict.reason
+    verdict = DissatisfactionVerifier(store, mode="llm").verify(second)
+    assert (
+        verdict.failed is None and "did not run" in verdict.feedback and "no chat model" in verdict.feedback
+    )
 
 
 def test_llm_mode_reads_the_models_signals() -> None:
@@ -209,26 +214,28 @@ def test_llm_mode_reads_the_models_signals() -> None:
         [QUESTION, "Hmm, I thought it was Canberra."], [WRONG, AIMessage(content="It is Canberra.")]
     )
     said = '{"signals": [{"type": "correction", "turn": 2, "evidence": "I thought it was Canberra", "confidence": 0.9}]}'
-    verdict = DissatisfactionJudge(store, mode="llm", model=FakeListChatModel(responses=[said])).judge(second)
+    verdict = DissatisfactionVerifier(store, mode="llm", model=FakeListChatModel(responses=[said])).verify(
+        second
+    )
     assert verdict.failed is True and verdict.run_id == first.run_id
-    assert "CORRECTION in turn 2" in verdict.reason
+    assert "CORRECTION in turn 2" in verdict.feedback
     earlier = '{"signals": [{"type": "CORRECTION", "turn": 1, "evidence": "old news", "confidence": 0.9}]}'
-    verdict = DissatisfactionJudge(store, mode="llm", model=FakeListChatModel(responses=[earlier])).judge(
+    verdict = DissatisfactionVerifier(store, mode="llm", model=FakeListChatModel(responses=[earlier])).verify(
         second
     )
     assert verdict.failed is False  # a signal in an earlier turn was that turn's business
-    garbled = DissatisfactionJudge(store, mode="llm", model=FakeListChatModel(responses=["no idea"]))
-    verdict = garbled.judge(second)
-    assert verdict.failed is None and "expected a JSON object" in verdict.reason
+    garbled = DissatisfactionVerifier(store, mode="llm", model=FakeListChatModel(responses=["no idea"]))
+    verdict = garbled.verify(second)
+    assert verdict.failed is None and "expected a JSON object" in verdict.feedback
 
 
 def test_bad_arguments_are_named() -> None:
     with pytest.raises(ValueError, match="mode 'online'"):
-        DissatisfactionJudge(mode="online")  # type: ignore[arg-type]
+        DissatisfactionVerifier(mode="online")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="history"):
-        DissatisfactionJudge(history=0)
+        DissatisfactionVerifier(history=0)
     with pytest.raises(TypeError, match="SpanStore"):
-        DissatisfactionJudge(store="runs.db")
+        DissatisfactionVerifier(store="runs.db")
 
 
 def _result(trajectory: Trajectory) -> RepairResult:
@@ -246,12 +253,12 @@ def test_repair_on_dissatisfaction_end_to_end(
     store = InMemorySpanStore()
     repaired: list[tuple[Trajectory, str]] = []
     judged_in: list[str] = []
-    seen: list[tuple[str, Judgement, RepairResult | None]] = []
+    seen: list[tuple[str, Verdict, RepairResult | None]] = []
 
-    class RecordingJudge(DissatisfactionJudge):
-        def judge(self, trajectory: Trajectory) -> Judgement:
+    class RecordingJudge(DissatisfactionVerifier):
+        def verify(self, trajectory: Trajectory) -> Verdict:
             judged_in.append(threading.current_thread().name)
-            return super().judge(trajectory)
+            return super().verify(trajectory)
 
     def repairer(trajectory: Trajectory) -> RepairResult:
         repaired.append((trajectory, threading.current_thread().name))
@@ -287,7 +294,7 @@ def test_repair_on_dissatisfaction_end_to_end(
         (first, False, False),
         (first, True, True),
     ]
-    assert seen[1][1].run_id == first and "CORRECTION" in seen[1][1].reason
+    assert seen[1][1].run_id == first and "CORRECTION" in seen[1][1].feedback
 
     repair_spans = [
         s
@@ -310,8 +317,8 @@ def test_a_blamed_run_that_is_unknown_or_a_fork_is_skipped() -> None:
         def __init__(self, target: str) -> None:
             self.target = target
 
-        def judge(self, trajectory: Trajectory) -> Judgement:
-            return Judgement(failed=True, run_id=self.target, reason="blamed by the test")
+        def verify(self, trajectory: Trajectory) -> Verdict:
+            return Verdict(success=False, run_id=self.target, feedback="blamed by the test")
 
     def repairer(trajectory: Trajectory) -> RepairResult:
         calls.append(trajectory.run_id)
@@ -353,8 +360,8 @@ def test_a_run_blamed_twice_is_repaired_once() -> None:
     calls: list[str] = []
 
     class BlamesFirst:
-        def judge(self, trajectory: Trajectory) -> Judgement:
-            return Judgement(failed=True, run_id=first.run_id, reason="blamed by the test")
+        def verify(self, trajectory: Trajectory) -> Verdict:
+            return Verdict(success=False, run_id=first.run_id, feedback="blamed by the test")
 
     def repairer(trajectory: Trajectory) -> RepairResult:
         calls.append(trajectory.run_id)
@@ -380,7 +387,7 @@ def test_the_users_correction_reaches_a_repairer_that_takes_feedback() -> None:
             seen.append((run.run_id, feedback))
             return _result(run)
 
-    queue = RepairQueue(Service(), judge=DissatisfactionJudge(store), store=store)
+    queue = RepairQueue(Service(), judge=DissatisfactionVerifier(store), store=store)
     queue.submit(second.run_id)
     assert queue.wait_idle(GUARD)
     queue.close()
@@ -393,8 +400,8 @@ def test_a_repair_that_raised_is_retried_when_blamed_again() -> None:
     calls: list[str] = []
 
     class BlamesFirst:
-        def judge(self, trajectory: Trajectory) -> Judgement:
-            return Judgement(failed=True, run_id=first.run_id, reason="blamed by the test")
+        def verify(self, trajectory: Trajectory) -> Verdict:
+            return Verdict(success=False, run_id=first.run_id, feedback="blamed by the test")
 
     def flaky(trajectory: Trajectory) -> RepairResult:
         calls.append(trajectory.run_id)
@@ -420,14 +427,16 @@ def test_a_failing_detector_model_cannot_tell() -> None:
         def _call(self, *args: Any, **kwargs: Any) -> str:
             raise ConnectionError("api unreachable")
 
-    verdict = DissatisfactionJudge(store, mode="llm", model=Down(responses=["unused"])).judge(second)
-    assert verdict.failed is None and "ConnectionError: api unreachable" in verdict.reason
+    verdict = DissatisfactionVerifier(store, mode="llm", model=Down(responses=["unused"])).verify(second)
+    assert verdict.failed is None and "ConnectionError: api unreachable" in verdict.feedback
 
 
 def test_thumbs_down_tied_to_no_node_blames_the_reply_the_user_saw() -> None:
     store, (first, second) = _chat([QUESTION, "Thumbs down."], [WRONG, AIMessage(content="Sorry.")])
     said = '{"signals": [{"type": "EXPLICIT_FEEDBACK", "turn": 2, "evidence": "Thumbs down.", "confidence": 1.0}]}'
-    verdict = DissatisfactionJudge(store, mode="llm", model=FakeListChatModel(responses=[said])).judge(second)
+    verdict = DissatisfactionVerifier(store, mode="llm", model=FakeListChatModel(responses=[said])).verify(
+        second
+    )
     assert verdict.failed is True and verdict.run_id == first.run_id
     assert verdict.expected is None  # a thumbs-down states no right answer
 
@@ -439,8 +448,10 @@ class _StatesAnAnswer:
         self.target = target
         self.expected = expected
 
-    def judge(self, trajectory: Trajectory) -> Judgement:
-        return Judgement(failed=True, run_id=self.target, reason="blamed by the test", expected=self.expected)
+    def verify(self, trajectory: Trajectory) -> Verdict:
+        return Verdict(
+            success=False, run_id=self.target, feedback="blamed by the test", expected=self.expected
+        )
 
 
 def _repair_blamed(store: InMemorySpanStore, blamer: Trajectory, judge: _StatesAnAnswer) -> Trajectory:

@@ -22,9 +22,9 @@ from repair_agent import first_failing_fault
 from benchmarks.reference_agent.adapter import reference_sweep_environment
 from benchmarks.world.generator import generate_world
 from causal_middleware.faults.sweep import SweepEnvironment
+from causal_middleware.protocols import RepairCost
 from causal_middleware.repair import LLMProposer, ReferenceVerifier, RepairConfig, repair_run
-from causal_middleware.repair.llm import invoke_model, json_list_prefix, parse_json
-from causal_middleware.repair.models import RepairCost
+from causal_middleware.repair.llm import call_model, json_list_prefix, parse_json
 from causal_middleware.repair.validate import LLMValidator
 from causal_middleware.spans.model import NodeStep, Trajectory
 from causal_middleware.store.memory import InMemorySpanStore
@@ -418,7 +418,7 @@ def test_reply_helpers_take_content_blocks_other_usage_keys_and_asides() -> None
         },
     )
     cost = RepairCost()
-    got = invoke_model(GenericFakeChatModel(messages=iter([reply])), "system", "user", cost)
+    got = call_model(GenericFakeChatModel(messages=iter([reply])), "system", "user", cost)
     assert got.text == 'see [1]: [{"a": 1}, {"b"' and got.truncated
     assert (cost.llm_calls, cost.input_tokens, cost.output_tokens) == (1, 5, 2)
     assert json_list_prefix(got.text) == [{"a": 1}]  # the last top-level list, not an aside before it

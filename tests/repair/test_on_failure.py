@@ -12,8 +12,9 @@ from causal_middleware.integrations.langgraph import instrument
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
+from causal_middleware.protocols import Verdict
 from causal_middleware.repair.models import RepairResult
-from causal_middleware.repair.trigger import Judgement, RepairQueue
+from causal_middleware.repair.trigger import RepairQueue
 from causal_middleware.spans.model import Trajectory
 from causal_middleware.store.memory import InMemorySpanStore
 
@@ -38,10 +39,10 @@ class RecordingJudge:
         self.judged: list[tuple[str, str | None]] = []
         self.threads: set[str] = set()
 
-    def judge(self, trajectory: Trajectory) -> Judgement:
+    def verify(self, trajectory: Trajectory) -> Verdict:
         self.threads.add(threading.current_thread().name)
         self.judged.append((trajectory.run_id, trajectory.answer))
-        return Judgement(failed=False, reason="recorded")
+        return Verdict(success=True, feedback="recorded")
 
 
 def _unused_repair(trajectory: Trajectory) -> RepairResult:

@@ -18,6 +18,7 @@ from benchmarks.reference_agent import run_question
 from benchmarks.reference_agent.adapter import reference_sweep_environment
 from benchmarks.world.generator import generate_world
 from causal_middleware.faults.sweep import SweepEnvironment
+from causal_middleware.protocols import Verdict
 from causal_middleware.repair import (
     OfflineProposer,
     ReferenceVerifier,
@@ -27,7 +28,6 @@ from causal_middleware.repair import (
     export_pairs,
     repair_run,
 )
-from causal_middleware.repair.trigger import Judgement, VerifierJudge
 from causal_middleware.spans import attributes as A
 from causal_middleware.spans.model import Trajectory
 from causal_middleware.store.memory import InMemorySpanStore
@@ -92,11 +92,11 @@ class GatedJudge:
         self.released_in_time: bool | None = None
         self.thread: str | None = None
 
-    def judge(self, trajectory: Trajectory) -> Judgement:
+    def verify(self, trajectory: Trajectory) -> Verdict:
         self.thread = threading.current_thread().name
         self.started.set()
         self.released_in_time = self.gate.wait(GUARD)
-        return self.inner.judge(trajectory)
+        return self.inner.verify(trajectory)
 
 
 def test_on_failure_never_blocks_the_run_and_repairs_in_the_background(env: SweepEnvironment) -> None:
@@ -105,7 +105,7 @@ def test_on_failure_never_blocks_the_run_and_repairs_in_the_background(env: Swee
     graph.tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
     question = env.dataset.questions[0]
     # judged against a wrong reference, so the run counts as failed and goes to repair
-    judge = GatedJudge(VerifierJudge(ReferenceVerifier("not the answer")))
+    judge = GatedJudge(ReferenceVerifier("not the answer"))
     service = RepairService(
         backend=env.backend,
         proposer=OfflineProposer(env.adapter, env.scoped_index),

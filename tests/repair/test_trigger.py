@@ -11,10 +11,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from repair_fakes import ScriptedProposer
 from repair_sim import World
 
+from causal_middleware.protocols import Verdict
 from causal_middleware.repair.models import RepairResult
 from causal_middleware.repair.service import RepairService
-from causal_middleware.repair.trigger import Judgement, OutcomeJudge, RepairQueue, root_span_id
-from causal_middleware.repair.verifiers import ReferenceVerifier
+from causal_middleware.repair.trigger import RepairQueue, root_span_id
+from causal_middleware.repair.verifiers import OutcomeVerifier, ReferenceVerifier
 from causal_middleware.spans import attributes as A
 from causal_middleware.spans.health import health
 from causal_middleware.spans.model import Outcome, Trajectory
@@ -61,7 +62,7 @@ def test_failed_run_is_repaired_recorded_and_emitted_as_linked_spans(sloppy_worl
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    seen: list[tuple[str, Judgement, RepairResult | None]] = []
+    seen: list[tuple[str, Verdict, RepairResult | None]] = []
     queue = RepairQueue(
         _service(sloppy_world),
         judge=ReferenceVerifier(),
@@ -131,13 +132,13 @@ def test_worker_errors_are_counted_and_the_worker_survives(sloppy_world: World) 
 
 
 def test_closed_queue_drops_and_outcome_judge_reads_annotations(sloppy_world: World) -> None:
-    queue = RepairQueue(_service(sloppy_world), judge=OutcomeJudge())
+    queue = RepairQueue(_service(sloppy_world), judge=OutcomeVerifier())
     queue.close()
     assert not queue.submit("a" * 32) and queue.stats.dropped == 1
     run = sloppy_world.backend.run()
-    assert OutcomeJudge().judge(run).failed is True
-    assert OutcomeJudge().judge(run.model_copy(update={"outcome": Outcome.SUCCESS})).failed is False
-    assert OutcomeJudge().judge(run.model_copy(update={"outcome": None})).failed is None
+    assert OutcomeVerifier().verify(run).failed is True
+    assert OutcomeVerifier().verify(run.model_copy(update={"outcome": Outcome.SUCCESS})).failed is False
+    assert OutcomeVerifier().verify(run.model_copy(update={"outcome": None})).failed is None
 
 
 def test_forks_are_not_judged(sloppy_world: World) -> None:

@@ -8,7 +8,8 @@ import pytest
 from repair_fakes import ScriptedChatModel
 from repair_sim import World, node_step
 
-from causal_middleware.repair.models import Probe, Proposal
+from causal_middleware.protocols import Proposal
+from causal_middleware.repair.models import Probe
 from causal_middleware.repair.validate import (
     LLMValidator,
     llm_validation_not_run,

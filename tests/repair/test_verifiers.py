@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from repair_fakes import ScriptedChatModel
 
+from causal_middleware.protocols import Verifier
 from causal_middleware.repair.verifiers import (
     CallableVerifier,
     LLMOutcomeVerifier,
     ReferenceVerifier,
-    Verifier,
     as_verifier,
 )
 from causal_middleware.spans.model import Trajectory

@@ -20,7 +20,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from causal_middleware.replay.protocol import DiscardingForkBackend, ForkBackend
+from causal_middleware.protocols import DiscardingForkBackend, ForkBackend
 from causal_middleware.spans.model import Lineage
 
 from .conftest import Shape, checkpoint_rows

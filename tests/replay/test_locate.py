@@ -8,7 +8,7 @@ import pytest
 from causal_middleware.integrations.langgraph.replayer import ForkRequest, Replayer, ReplayError
 from langgraph.checkpoint.memory import InMemorySaver
 
-from causal_middleware.replay.protocol import AsyncForkBackend, ForkBackend
+from causal_middleware.protocols import AsyncForkBackend, ForkBackend
 from causal_middleware.spans import attributes as A
 from causal_middleware.store.memory import InMemorySpanStore
 from causal_middleware.store.stitch import INHERITED, INTERVENED

@@ -8,8 +8,8 @@ import random
 import pytest
 
 from causal_middleware.retrieval.bm25 import BM25Index
-from causal_middleware.retrieval.tokenize import tokenize
 from causal_middleware.tasks.model import Passage
+from causal_middleware.text import tokenize
 
 CITIES = [
     ("Paris", "Paris is the capital of France and sits on the Seine."),

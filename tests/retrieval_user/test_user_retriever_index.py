@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from causal_middleware.integrations.langgraph import extract
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
@@ -23,7 +24,6 @@ from causal_middleware.retrieval.langchain import (
     configured_k,
     document_id,
 )
-from integrations.langgraph import extract
 
 QUERY = "What is the capital of France on the Seine?"
 

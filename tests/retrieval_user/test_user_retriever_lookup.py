@@ -6,6 +6,12 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 import pytest
+from causal_middleware.integrations.langgraph.retrievers import (
+    RetrieverNotFound,
+    find_retrievers,
+    index_for_graph,
+    lookup_index,
+)
 from langchain_core.documents import Document
 from langchain_core.tools import create_retriever_tool, tool
 from langgraph.graph import END, START, StateGraph
@@ -15,12 +21,6 @@ from user_retrievers import BM25Retriever, corpus, rag_graph, vector_store
 
 from causal_middleware import instrument
 from causal_middleware.retrieval.langchain import RetrieverIndex
-from integrations.langgraph.retrievers import (
-    RetrieverNotFound,
-    find_retrievers,
-    index_for_graph,
-    lookup_index,
-)
 
 QUERY = "capital of France"
 

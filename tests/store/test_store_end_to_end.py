@@ -18,12 +18,11 @@ from benchmarks.reference_agent import (  # noqa: E402
     build_world_agent,
     run_question,
 )
-
+from benchmarks.world.generator import generate_world  # noqa: E402
 from causal_middleware import instrument  # noqa: E402
 from causal_middleware.cli.main import main  # noqa: E402
 from causal_middleware.store.memory import InMemorySpanStore  # noqa: E402
 from causal_middleware.store.sqlite import SqliteSpanStore  # noqa: E402
-from benchmarks.world.generator import generate_world  # noqa: E402
 
 
 def test_instrumented_runs_read_back_from_the_store(

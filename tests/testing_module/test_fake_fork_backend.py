@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from causal_middleware.protocols import DiscardingForkBackend, ForkBackend
 from causal_middleware.replay.adapter import AgentAdapter
-from causal_middleware.replay.protocol import DiscardingForkBackend, ForkBackend
 from causal_middleware.spans.model import NodeStep, Outcome
 from causal_middleware.store.memory import InMemorySpanStore
 from causal_middleware.store.stitch import FROZEN, INHERITED, INTERVENED

@@ -26,9 +26,18 @@ _spec = importlib.util.spec_from_file_location(
 )
 assert _spec is not None and _spec.loader is not None
 _example = importlib.util.module_from_spec(_spec)
-os.environ.setdefault("MY_AGENT_CHECKPOINTS", ":memory:")
 sys.modules[_spec.name] = _example  # pydantic resolves the retriever's annotations through it
-_spec.loader.exec_module(_example)
+# the example compiles its own graph on import: keep its checkpoints in memory, and only for the
+# import (a process-wide setting would leak into every subprocess the other tests start)
+_saved = os.environ.get("MY_AGENT_CHECKPOINTS")
+os.environ["MY_AGENT_CHECKPOINTS"] = ":memory:"
+try:
+    _spec.loader.exec_module(_example)
+finally:
+    if _saved is None:
+        del os.environ["MY_AGENT_CHECKPOINTS"]
+    else:
+        os.environ["MY_AGENT_CHECKPOINTS"] = _saved
 
 State = _example.State
 retriever = _example.retriever

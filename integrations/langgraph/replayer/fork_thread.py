@@ -129,7 +129,7 @@ def agraph_task_paths(graph: Any) -> ATaskPaths:
 
 
 # --- copying -----------------------------------------------------------------------------------
-def _saver(checkpointer: Any) -> BaseCheckpointSaver:
+def _saver(checkpointer: Any) -> BaseCheckpointSaver[Any]:
     if not isinstance(checkpointer, BaseCheckpointSaver):
         raise ReplayError(
             f"the graph's checkpointer is {type(checkpointer).__name__}, not a BaseCheckpointSaver: "

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from causal_middleware.replay.errors import SideEffectBlockedError
-from causal_middleware.replay.protocol import SuffixMode
+from causal_middleware.replay.request import SuffixMode
 
 from .branch import RecordedTask
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from causal_middleware.replay.protocol import SuffixMode
+from causal_middleware.replay.request import SuffixMode
 from causal_middleware.spans.model import Intervention, Lineage
 
 from ..extract import to_json

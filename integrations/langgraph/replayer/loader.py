@@ -20,7 +20,7 @@ from ..instrument import InstrumentedGraph
 __all__ = ["load_graph"]
 
 
-def load_graph(spec: str) -> Pregel | InstrumentedGraph:
+def load_graph(spec: str) -> Pregel[Any, Any, Any, Any] | InstrumentedGraph:
     """The compiled (or instrumented) graph ``spec`` names. Raises ``ValueError`` naming what was wrong."""
     obj: Any = load_object(spec, what="graph", example="graph")
     if not isinstance(obj, Pregel | InstrumentedGraph) and callable(obj):

@@ -28,8 +28,7 @@ from causal_middleware.replay.determinism import (
 )
 from causal_middleware.replay.errors import ReplayError
 from causal_middleware.replay.policy import ForkPolicy, fork_policy
-from causal_middleware.replay.protocol import SuffixMode
-from causal_middleware.replay.request import ForkPoint, ForkRequest
+from causal_middleware.replay.request import ForkPoint, ForkRequest, SuffixMode
 from causal_middleware.spans.model import NodeStep, Trajectory
 from causal_middleware.store.base import SpanStore
 from causal_middleware.store.stitch import (
