@@ -16,11 +16,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
+from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel
 
 from benchmarks.context.simulation import Benchmark, SimTrace, domain_names, generate_benchmark
 from benchmarks.context.simulation.verification import BenchmarkVerificationError, verify_benchmark
-from causal_middleware.context.detector import detect_offline
+from causal_middleware.context.detector import detect, detect_offline
+from causal_middleware.context.llm import LLMResponseError
 from causal_middleware.context.recommendation import Operation, Recommendation
 from causal_middleware.context.recommender import recommend
 from causal_middleware.context.root_cause import ContextDiagnosis, FaultCategory, diagnose
@@ -74,13 +76,28 @@ class TraceResult(BaseModel):
     passive_op_acc: bool | None = None
     passive_path_acc: bool | None = None
     passive_e2e_acc: bool | None = None
+    llm_errors: list[str] = []
 
 
-def evaluate_trace(bench: Benchmark, trace: SimTrace) -> TraceResult:
-    """Run the offline pipeline (and its ablations) on one trace and score it."""
+def evaluate_trace(bench: Benchmark, trace: SimTrace, model: BaseChatModel | None = None) -> TraceResult:
+    """Run the pipeline on one trace and score it: the offline forms (and their ablations), or with
+    ``model`` the LLM detector and LLM holistic root cause (the recommender has no LLM form).
+
+    A reply the LLM forms cannot read is recorded in ``llm_errors`` and scored as a miss (not
+    detected, wrong root), so a weak model lowers the figures instead of stopping the benchmark."""
     gt = trace.ground_truth
     conv = trace.conversation
-    detection = detect_offline(conv)
+    errors: list[str] = []
+    if model is None:
+        detection = detect_offline(conv)
+    else:
+        try:
+            detection = detect(conv, mode="llm", model=model)
+        except LLMResponseError as exc:
+            errors.append(f"detector: {exc}")
+            # the offline rules locate the failure so the root-cause step is still measured;
+            # escalation (and so end-to-end) stays the LLM detector's, i.e. a miss
+            detection = detect_offline(conv).model_copy(update={"escalate": False})
     result = TraceResult(
         trace_id=gt.trace_id,
         domain=gt.domain,
@@ -89,10 +106,13 @@ def evaluate_trace(bench: Benchmark, trace: SimTrace) -> TraceResult:
         tier=gt.tier,
         detected=detection.escalate,
         detector_confidence=detection.confidence,
+        llm_errors=errors,
     )
     if not gt.dissatisfied or gt.fix is None:
         return result
     ws = bench.workspace(trace)
+    if model is not None:
+        return _evaluate_llm_root_cause(result, trace, ws, detection, model)
     holistic = diagnose(conv, detection, method="holistic")
     rec = recommend(conv, holistic, ws, mode="explore")
     _score(result, trace, holistic, rec, detection.escalate)
@@ -109,6 +129,24 @@ def evaluate_trace(bench: Benchmark, trace: SimTrace) -> TraceResult:
     result.passive_op_acc = passive.operation == gt.fix.operation
     result.passive_path_acc = passive.target_path == gt.fix.target_path
     result.passive_e2e_acc = detection.escalate and bool(result.acc_at_1) and result.passive_op_acc
+    return result
+
+
+def _evaluate_llm_root_cause(
+    result: TraceResult, trace: SimTrace, ws: Workspace, detection: Any, model: BaseChatModel
+) -> TraceResult:
+    conv = trace.conversation
+    try:
+        holistic = diagnose(conv, detection, method="holistic", mode="llm", model=model)
+    except LLMResponseError as exc:
+        result.llm_errors.append(f"root cause: {exc}")
+        result.acc_at_1 = result.acc_at_3 = result.component_acc = False
+        result.op_acc = result.path_acc = result.path_partial_acc = result.e2e_acc = False
+        result.root_gold = trace.ground_truth.root_node_id
+        return result
+    rec = recommend(conv, holistic, ws, mode="explore")
+    _score(result, trace, holistic, rec, detection.escalate)
+    result.fix_effectiveness = fix_effective(trace, ws, rec)
     return result
 
 
@@ -215,6 +253,7 @@ def summarize(results: Sequence[TraceResult], seed: int = 0) -> dict[str, Any]:
     calls = [float(r.calls) for r in dis]
     out["calls_per_trace"] = round(sum(calls) / len(calls), 3) if calls else None
     out["calls_per_trace_ci"] = bootstrap_ci(calls, B=B, seed=seed)
+    out["llm_errors"] = sum(len(r.llm_errors) for r in results)
     out["detector"] = _detector(results, seed)
     out["ablations"] = _ablations(dis, seed)
     out["by_category"] = {
@@ -278,8 +317,11 @@ def run_context_bench(
     n_dissatisfied: int = 60,
     n_control: int = 15,
     include_traces: bool = False,
+    model: BaseChatModel | None = None,
+    model_name: str | None = None,
 ) -> dict[str, Any]:
-    """Generate, verify and evaluate ``domains`` (default: every shipped domain).
+    """Generate, verify and evaluate ``domains`` (default: every shipped domain); with ``model``,
+    the LLM forms of the detector and the root cause (``mode`` in the report names the model).
 
     The top-level metrics are those of ``primary`` (default: the first domain, i.e. the default
     domain ``finance``), or pooled over every domain when ``primary="all"``; ``domains`` holds each
@@ -293,11 +335,19 @@ def run_context_bench(
         generate_benchmark(name, seed=seed, n_dissatisfied=n_dissatisfied, n_control=n_control)
         for name in names
     )
-    return score_benchmarks(benches, primary=primary, seed=seed, include_traces=include_traces)
+    return score_benchmarks(
+        benches, primary=primary, seed=seed, include_traces=include_traces, model=model, model_name=model_name
+    )
 
 
 def score_benchmarks(
-    benches: Iterable[Benchmark], *, primary: str, seed: int = 0, include_traces: bool = False
+    benches: Iterable[Benchmark],
+    *,
+    primary: str,
+    seed: int = 0,
+    include_traces: bool = False,
+    model: BaseChatModel | None = None,
+    model_name: str | None = None,
 ) -> dict[str, Any]:
     """Verify and evaluate generated benchmarks (built-in domains or kits, see
     :mod:`benchmarks.context.kit`); the report of :func:`run_context_bench`."""
@@ -311,7 +361,7 @@ def score_benchmarks(
         if not report.ok:
             failed = {k: v.failures[:3] for k, v in report.checks.items() if v.failed}
             raise BenchmarkVerificationError(f"benchmark {name!r} (seed {seed}) fails verification: {failed}")
-        results = [evaluate_trace(bench, t) for t in bench.traces]
+        results = [evaluate_trace(bench, t, model) for t in bench.traces]
         pooled += results
         per_domain[name] = summarize(results, seed)
         if include_traces:
@@ -330,7 +380,7 @@ def score_benchmarks(
             "domains": per_domain,
             "pooled": pooled_metrics,
             "verification": verification,
-            "mode": "offline",
+            "mode": "offline" if model is None else f"llm:{model_name or type(model).__name__}",
         }
     )
     return out
@@ -420,6 +470,12 @@ def register_bench(bench_subparsers: Any) -> argparse.ArgumentParser:
         help="score a domain kit (YAML: your workspace and session templates; see docs/context.md) "
         "instead of the shipped domains; repeatable",
     )
+    p.add_argument(
+        "--judge",
+        metavar="SPEC",
+        help="run the LLM forms (detector, holistic root cause) with this chat model: local[:NAME], "
+        "gguf:PATH, anthropic[:MODEL] or module:attr; unreadable replies are counted in llm_errors",
+    )
     p.add_argument("--json", action="store_true", help="print the results JSON instead of the table")
     p.set_defaults(func=_cmd)
     return p
@@ -430,9 +486,16 @@ def _cmd(args: argparse.Namespace) -> int:
         for name in domain_names():
             print(name)
         return 0
+    model = None
+    if args.judge:
+        from causal_middleware.cli.live_agent import load_chat_model
+
+        model = load_chat_model(args.judge, "judge")
     if args.kit:
         from benchmarks.context.kit import run_kit_bench
 
+        if model is not None:
+            raise ValueError("--judge runs on the shipped domains; drop --kit")
         if args.domain is not None or args.only:
             raise ValueError("--kit scores the kit's own sessions; drop --domain / --only")
         results = run_kit_bench(
@@ -456,6 +519,8 @@ def _cmd(args: argparse.Namespace) -> int:
         n_dissatisfied=args.n_dissatisfied,
         n_control=args.n_control,
         include_traces=args.traces,
+        model=model,
+        model_name=args.judge,
     )
     _emit(args, results)
     return 0
