@@ -61,3 +61,12 @@ def load_verifier(spec: str) -> Callable[..., bool | None]:
     except ValueError:
         pass  # builtins without a signature: take them as they are
     return obj  # type: ignore[no-any-return]
+
+
+def add_state_key_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--state-key",
+        action="append",
+        metavar="NODE=KEY",
+        help="the state key holding NODE's retrieved documents when its update holds several (repeatable)",
+    )

@@ -20,7 +20,13 @@ import argparse
 import sys
 from typing import Any
 
-from causal_middleware.cli._common import add_json_arg, add_store_arg, load_verifier, print_json
+from causal_middleware.cli._common import (
+    add_json_arg,
+    add_state_key_arg,
+    add_store_arg,
+    load_verifier,
+    print_json,
+)
 from causal_middleware.cli.live_agent import live_agent, load_chat_model, load_spec, parse_state_keys
 
 PROBE_METHODS = ("frozen_hop", "suffix_regen", "crs")
@@ -64,13 +70,7 @@ def register(subparsers: Any) -> None:
         help="module:callable or file.py:callable judging a fork: f(answer) -> True/False/None "
         "(annotate its parameter Trajectory to get the whole run); default: the reference answer",
     )
-    p.add_argument(
-        "--state-key",
-        action="append",
-        metavar="NODE=KEY",
-        help="the state key holding NODE's retrieved documents, when its update holds them under "
-        "several keys (repeatable)",
-    )
+    add_state_key_arg(p)
     p.add_argument(
         "--judge",
         metavar="SPEC",

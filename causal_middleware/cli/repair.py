@@ -19,7 +19,13 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from causal_middleware.cli._common import add_json_arg, add_store_arg, load_verifier, print_json
+from causal_middleware.cli._common import (
+    add_json_arg,
+    add_state_key_arg,
+    add_store_arg,
+    load_verifier,
+    print_json,
+)
 from causal_middleware.cli.live_agent import (
     LiveAgent,
     live_agent,
@@ -80,12 +86,7 @@ def register(subparsers: Any) -> None:
         metavar="SPEC",
         help="module:callable judging a fork, f(answer) -> True/False/None; default: the reference answer",
     )
-    p.add_argument(
-        "--state-key",
-        action="append",
-        metavar="NODE=KEY",
-        help="the state key holding NODE's retrieved documents when its update holds several (repeatable)",
-    )
+    add_state_key_arg(p)
     for provider in agent_providers():
         provider.add_arguments(p)
     p.add_argument("--checkpoints", help="checkpoint database (default <store>.checkpoints.db)")

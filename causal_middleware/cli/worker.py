@@ -19,7 +19,7 @@ import argparse
 import sys
 from typing import Any
 
-from causal_middleware.cli._common import add_json_arg, add_store_arg, print_json
+from causal_middleware.cli._common import add_json_arg, add_state_key_arg, add_store_arg, print_json
 from causal_middleware.cli.live_agent import live_agent, parse_state_keys
 
 
@@ -53,12 +53,7 @@ def register(subparsers: Any) -> None:
         metavar=("M", "N"),
         help="the repair must flip the outcome in M of N re-runs (default 2 3)",
     )
-    p.add_argument(
-        "--state-key",
-        action="append",
-        metavar="NODE=KEY",
-        help="the state key holding NODE's retrieved documents when its update holds several (repeatable)",
-    )
+    add_state_key_arg(p)
     add_json_arg(p)
     add_store_arg(p)
     p.set_defaults(func=_worker)

@@ -9,13 +9,11 @@ exit) waits, bounded, for what is still to be enqueued.
 
 from __future__ import annotations
 
-import queue
-import threading
 import time
 
 from pydantic import BaseModel
 
-from causal_middleware.spans.health import health
+from causal_middleware.repair.handoff import RunHandoff
 from causal_middleware.store.base import SpanStore, StoreBusyError
 from causal_middleware.store.queue import DurableRepairQueue, durable_queue_of
 
@@ -28,10 +26,7 @@ class EnqueueStats(BaseModel):
     errors: int = 0
 
 
-_STOP = object()
-
-
-class DurableEnqueuer:
+class DurableEnqueuer(RunHandoff):
     """The ``on_failure`` target that only enqueues (see the module docstring)."""
 
     def __init__(self, store: SpanStore | None, *, maxsize: int = 10_000, retry_for_s: float = 30.0) -> None:
@@ -45,67 +40,20 @@ class DurableEnqueuer:
         self.store: SpanStore = store
         self._queue_store: DurableRepairQueue = found
         self.retry_for_s = retry_for_s
-        self.stats = EnqueueStats()
-        self._lock = threading.Lock()
-        self._pending: queue.Queue[object] = queue.Queue(maxsize=maxsize)
-        self._closed = False
-        self._thread = threading.Thread(target=self._work, name="causal-enqueue", daemon=True)
-        self._thread.start()
-
-    def submit(self, run_id: str) -> bool:
-        """Hand a finished run over; False (counted as dropped) when the buffer is full or closed."""
-        with self._lock:
-            self.stats.submitted += 1
-            if self._closed:
-                self.stats.dropped += 1
-                return False
-        try:
-            self._pending.put_nowait(run_id)
-        except queue.Full:
-            with self._lock:
-                self.stats.dropped += 1
-            return False
-        return True
-
-    def wait_idle(self, timeout: float | None = None) -> bool:
-        """Wait until every submitted run is enqueued (or given up); False when ``timeout`` ran out."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._pending.all_tasks_done:
-            while self._pending.unfinished_tasks:
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    return False
-                self._pending.all_tasks_done.wait(left)
-        return True
+        self.stats: EnqueueStats
+        super().__init__(
+            maxsize=maxsize, stats=EnqueueStats(), thread_name="causal-enqueue", health_key="repair.enqueue"
+        )
 
     def drain(self, timeout: float) -> bool:
         """Stop accepting runs and wait (at most ``timeout`` s) for the rest to be enqueued."""
-        with self._lock:
-            if self._closed:
-                return True
-            self._closed = True
+        if not self._close():
+            return True
         done = self.wait_idle(timeout)
-        try:
-            self._pending.put_nowait(_STOP)
-        except queue.Full:
-            pass
+        self._stop_thread(timeout=0)
         return done
 
-    def _work(self) -> None:
-        while True:
-            item = self._pending.get()
-            try:
-                if item is _STOP:
-                    return
-                self._enqueue(str(item))
-            except Exception as exc:  # fail-open: the agent's runs go on
-                with self._lock:
-                    self.stats.errors += 1
-                health.record_error("repair.enqueue", exc)
-            finally:
-                self._pending.task_done()
-
-    def _enqueue(self, run_id: str) -> None:
+    def _handle(self, run_id: str) -> None:
         self.store._await_pending(run_id)  # the run's spans first: workers read it at once
         deadline = time.monotonic() + self.retry_for_s
         delay = 0.05

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import collections
 import inspect
-import queue
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -27,10 +25,10 @@ from opentelemetry.trace import Link, SpanContext, TraceFlags
 from pydantic import BaseModel
 
 from causal_middleware.protocols import Verdict, Verifier
+from causal_middleware.repair.handoff import RunHandoff
 from causal_middleware.repair.models import RepairResult
 from causal_middleware.repair.verifiers import as_verifier
 from causal_middleware.spans import attributes as A
-from causal_middleware.spans.health import health
 from causal_middleware.spans.model import Outcome, Trajectory
 
 TRACER_NAME = "causal_middleware.repair"
@@ -50,11 +48,10 @@ class QueueStats(BaseModel):
     errors: int = 0
 
 
-_STOP = object()
 _REMEMBER_REPAIRED = 10_000
 
 
-class RepairQueue:
+class RepairQueue(RunHandoff):
     """A bounded queue of finished runs and the daemon worker that judges and repairs them.
 
     ``repairer`` is a :class:`~causal_middleware.repair.service.RepairService` (or any object
@@ -106,76 +103,22 @@ class RepairQueue:
         self.tracer_provider = tracer_provider
         self.on_result = on_result
         self.fetch_attempts = max(1, fetch_attempts)
-        self.stats = QueueStats()
+        self.stats: QueueStats
         self.results: collections.deque[RepairResult] = collections.deque(maxlen=keep_results)
         # runs already repaired (worker thread only): a run blamed twice, e.g. for its own tool
         # error and then by the next turn's correction, is repaired once
         self._repaired: collections.OrderedDict[str, None] = collections.OrderedDict()
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=maxsize)
-        self._lock = threading.Lock()
-        self._closed = False
-        self._thread = threading.Thread(target=self._work, name="causal-repair-worker", daemon=True)
-        self._thread.start()
+        super().__init__(
+            maxsize=maxsize, stats=QueueStats(), thread_name="causal-repair-worker", health_key="repair.queue"
+        )
 
-    # --- the user's side ---------------------------------------------------------------------
-    def submit(self, run_id: str) -> bool:
-        """Enqueue a finished run; never blocks. Returns False (and counts a drop) when the queue
-        is full or closed."""
-        with self._lock:
-            self.stats.submitted += 1
-            if self._closed:
-                self.stats.dropped += 1
-                return False
-        try:
-            self._queue.put_nowait(run_id)
-        except queue.Full:
-            with self._lock:
-                self.stats.dropped += 1
-            return False
-        return True
-
-    def wait_idle(self, timeout: float | None = None) -> bool:
-        """Wait until every submitted run has been handled; False when ``timeout`` ran out first."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._queue.all_tasks_done:
-            while self._queue.unfinished_tasks:
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    return False
-                self._queue.all_tasks_done.wait(remaining)
-        return True
-
+    # --- the user's side (submit, wait_idle, pending: RunHandoff) ------------------------------
     def close(self, timeout: float | None = 5.0) -> None:
         """Stop accepting runs, let the worker finish what is queued, and stop it."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        try:
-            self._queue.put(_STOP, timeout=timeout)
-        except queue.Full:
-            return
-        self._thread.join(timeout)
+        if self._close() and self._stop_thread(timeout):
+            self._thread.join(timeout)
 
-    @property
-    def pending(self) -> int:
-        return self._queue.qsize()
-
-    # --- the worker's side -------------------------------------------------------------------
-    def _work(self) -> None:
-        while True:
-            item = self._queue.get()
-            try:
-                if item is _STOP:
-                    return
-                self._handle(item)
-            except Exception as exc:  # fail-open: never let the worker die
-                with self._lock:
-                    self.stats.errors += 1
-                health.record_error("repair.queue", exc)
-            finally:
-                self._queue.task_done()
-
+    # --- the worker's side ---------------------------------------------------------------------
     def _handle(self, run_id: str) -> None:
         trajectory = self._fetch(run_id)
         if trajectory.is_counterfactual:  # forks (repairs' own probes included) are not judged

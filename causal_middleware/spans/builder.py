@@ -728,7 +728,8 @@ def _select_run(spans: Sequence[SpanRecord], run_id: str | None) -> tuple[str, l
     return traces[0], list(spans)
 
 
-def _hop_sub_query(steps: Sequence[Any]) -> str | None:
+def hop_sub_query(steps: Sequence[Any]) -> str | None:
+    """A hop's sub-query: its first retrieval's query, else its first tool call's arguments."""
     for step in steps:
         if step.kind == "retrieval" and step.query:
             return str(step.query)
@@ -916,7 +917,7 @@ def build_trajectory(spans: Sequence[SpanRecord], *, run_id: str | None = None) 
         hops.append(
             Hop(
                 index=index,
-                sub_query=sub_query or _hop_sub_query(hop_steps),
+                sub_query=sub_query or hop_sub_query(hop_steps),
                 documents=[d for s in hop_steps if s.kind == "retrieval" for d in s.documents],
                 steps=hop_steps,
                 span_id=hop_span.span_id if hop_span is not None else None,

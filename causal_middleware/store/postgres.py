@@ -44,13 +44,13 @@ from causal_middleware.spans.builder import (
     SpanFacts,
     build_trajectory,
     choose_root,
-    datetime_from_ns,
     span_facts,
     summarize_run,
 )
 from causal_middleware.spans.model import Lineage, Outcome, Trajectory
 from causal_middleware.spans.record import SpanRecord
 from causal_middleware.store._common import (
+    SUMMARY_COLUMNS,
     Annotations,
     StoredRecord,
     check_label,
@@ -60,9 +60,10 @@ from causal_middleware.store._common import (
     effective_summary,
     encode_payload,
     encode_span,
-    label_matches,
     normalize_outcome,
     overlay,
+    summary_from_row,
+    summary_label_check,
     to_ns,
 )
 from causal_middleware.store._labels import label_rows, label_texts
@@ -185,10 +186,6 @@ _SPAN_KEYS = tuple(c.strip() for c in _SPAN_COLUMNS.split(","))
 _STAGE_KEYS = (*_SPAN_KEYS, "span_type", "declared_run", "hop_index", "answer_text")
 _STAGE_COLUMNS = ", ".join(_STAGE_KEYS)
 _STAGE = "pg_temp.causal_mw_span_stage"
-_SUMMARY_COLUMNS = (
-    "r.run_id, r.thread_id, r.graph, r.started_at_ns, r.ended_at_ns, r.status, r.outcome, r.answer, "
-    "r.n_hops, r.n_spans, r.labels, r.parent_run_id"
-)
 _RUN_COLUMNS = (
     "run_id, thread_id, graph, started_at_ns, ended_at_ns, sort_key, status, answer, n_hops, n_spans, "
     "has_root, is_run, outcome, reference, labels, lineage, parent_run_id, annotations"
@@ -651,7 +648,7 @@ class PostgresSpanStore(SpanStore):
         exact = True
         if label is not None:
             condition, label_params, exact = self._label_plan(conn, label)
-            check = None if exact else _label_check(label)
+            check = None if exact else summary_label_check(label)
             if thread_id is None and parent_run_id is None:
                 source = f"{self._s}.run_labels AS l JOIN {self._s}.runs AS r ON r.run_id = l.run_id"
                 order, id_column = "l.sort_key", "l.run_id"
@@ -662,7 +659,7 @@ class PostgresSpanStore(SpanStore):
                     f"EXISTS (SELECT 1 FROM {self._s}.run_labels AS l WHERE l.run_id = r.run_id AND {condition})"
                 )
                 params.extend(label_params)
-        head = f"SELECT {_SUMMARY_COLUMNS}, {order} FROM {source} WHERE " + " AND ".join(where)
+        head = f"SELECT {SUMMARY_COLUMNS}, {order} FROM {source} WHERE " + " AND ".join(where)
         tail = f" ORDER BY {order} DESC, {id_column}"
         out: list[RunSummary] = []
         while True:
@@ -676,7 +673,7 @@ class PostgresSpanStore(SpanStore):
             for row in rows:
                 if check is not None and not check(row):
                     continue
-                out.append(_summary(row))
+                out.append(summary_from_row(row))
                 if limit is not None and len(out) >= limit:
                     return out
             if chunk is None or len(rows) < chunk:
@@ -943,29 +940,3 @@ def _pool_timeout() -> type[Exception]:
 def _check_positive(value: float, name: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
         raise ValueError(f"{name} must be a positive number, got {value!r}")
-
-
-def _summary(row: Sequence[Any]) -> RunSummary:
-    return RunSummary.model_validate(
-        {
-            "run_id": row[0],
-            "thread_id": row[1],
-            "graph": row[2],
-            "started_at": datetime_from_ns(row[3]),
-            "ended_at": datetime_from_ns(row[4]),
-            "status": row[5],
-            "outcome": row[6],
-            "answer": row[7],
-            "n_hops": row[8],
-            "n_spans": row[9],
-            "labels": json.loads(row[10]),
-            "parent_run_id": row[11],
-        }
-    )
-
-
-def _label_check(label: str) -> Callable[[Sequence[Any]], bool]:
-    def check(row: Sequence[Any]) -> bool:
-        return label_matches(json.loads(row[10]), label)
-
-    return check

@@ -49,13 +49,13 @@ from causal_middleware.spans.builder import (
     SpanFacts,
     build_trajectory,
     choose_root,
-    datetime_from_ns,
     span_facts,
     summarize_run,
 )
 from causal_middleware.spans.model import Lineage, Outcome, Trajectory
 from causal_middleware.spans.record import SpanRecord
 from causal_middleware.store._common import (
+    SUMMARY_COLUMNS,
     Annotations,
     StoredRecord,
     TrajectoryCache,
@@ -64,12 +64,14 @@ from causal_middleware.store._common import (
     dumps,
     effective_summary,
     encode_payload,
-    label_matches,
     normalize_outcome,
     overlay,
     read_trajectory,
+    summary_from_row,
+    summary_label_check,
     to_ns,
 )
+from causal_middleware.store._labels import label_texts
 from causal_middleware.store._packing import (
     RESOURCE_PREFIX,
     blob_refs,
@@ -865,10 +867,10 @@ class SqliteSpanStore(SpanStore):
         if label is not None:
             plan = self._label_plan(label)
             if plan is None:  # a read-only file without the label index: matched in Python
-                check, exact = _label_check(label), False
+                check, exact = summary_label_check(label), False
             else:
                 condition, label_params, exact = plan
-                check = _label_check(label)  # candidates are checked again; see _label_plan
+                check = summary_label_check(label)  # candidates are checked again; see _label_plan
                 if thread_id is None and parent_run_id is None:
                     # the label index drives, in listing order (CROSS JOIN keeps it outermost)
                     source = "run_labels AS l CROSS JOIN runs AS r ON r.run_id = l.run_id"
@@ -881,9 +883,7 @@ class SqliteSpanStore(SpanStore):
                     )
                     params.extend(label_params)
         id_column = "l.run_id" if order == "l.sort_key" else "r.run_id"
-        sql_head = f"SELECT {_SUMMARY_COLUMNS}, {order} AS sort_key FROM {source} WHERE " + " AND ".join(
-            where
-        )
+        sql_head = f"SELECT {SUMMARY_COLUMNS}, {order} AS sort_key FROM {source} WHERE " + " AND ".join(where)
         sql_tail = f" ORDER BY {order} DESC, {id_column}"
         out: list[RunSummary] = []
         while True:
@@ -894,12 +894,12 @@ class SqliteSpanStore(SpanStore):
             chunk = None if limit is None else max(limit - len(out), 1 if exact else 32)
             sql += sql_tail + (f" LIMIT {chunk}" if chunk is not None else "")
             plain = self._conn.cursor()
-            plain.row_factory = None  # tuples in _SUMMARY_COLUMNS order, then the sort key
+            plain.row_factory = None  # tuples in SUMMARY_COLUMNS order, then the sort key
             rows = plain.execute(sql, page_params).fetchall()
             for row in rows:
                 if check is not None and not check(row):
                     continue
-                out.append(_summary(row))
+                out.append(summary_from_row(row))
                 if limit is not None and len(out) >= limit:
                     return out
             if chunk is None or len(rows) < chunk:
@@ -920,7 +920,7 @@ class SqliteSpanStore(SpanStore):
         if not sep:
             condition, params = "l.key = ?", [key]
         else:
-            values = _label_texts(wanted)
+            values = label_texts(wanted)
             inexact = self._conn.execute(
                 "SELECT 1 FROM run_labels WHERE key = ? AND value IS NULL LIMIT 1", (key,)
             ).fetchone()
@@ -1069,57 +1069,3 @@ class SqliteSpanStore(SpanStore):
             )
             for row in rows
         ]
-
-
-_SUMMARY_COLUMNS = (
-    "r.run_id, r.thread_id, r.graph, r.started_at_ns, r.ended_at_ns, r.status, r.outcome, r.answer, "
-    "r.n_hops, r.n_spans, r.labels, r.parent_run_id"
-)
-
-
-def _summary(row: Sequence[Any]) -> RunSummary:
-    """The listing's row from its summary columns (pydantic-core validates a flat dict in a few
-    microseconds; ``model_construct`` is slower)."""
-    return RunSummary.model_validate(
-        {
-            "run_id": row[0],
-            "thread_id": row[1],
-            "graph": row[2],
-            "started_at": datetime_from_ns(row[3]),
-            "ended_at": datetime_from_ns(row[4]),
-            "status": row[5],
-            "outcome": row[6],
-            "answer": row[7],
-            "n_hops": row[8],
-            "n_spans": row[9],
-            "labels": json.loads(row[10]),
-            "parent_run_id": row[11],
-        }
-    )
-
-
-def _label_check(label: str) -> Callable[[Sequence[Any]], bool]:
-    def check(row: Sequence[Any]) -> bool:
-        return label_matches(json.loads(row[10]), label)
-
-    return check
-
-
-def _label_texts(wanted: str) -> list[str]:
-    """The ``run_labels.value`` texts a ``key=wanted`` filter may match (see :func:`label_matches`):
-    the text itself (a string's value or a value's ``str``), its stripped form (a value's JSON
-    text), the string a JSON string literal stands for, and ``true``/``false``/``null`` for
-    Python's ``True``/``False``/``None``."""
-    texts = [wanted, wanted.strip()]
-    stripped = wanted.strip()
-    if stripped.startswith('"'):
-        try:
-            decoded = json.loads(stripped)
-        except ValueError:
-            decoded = None
-        if isinstance(decoded, str) and json.dumps(decoded, ensure_ascii=False) == stripped:
-            texts.append(decoded)
-    python_names = {"True": "true", "False": "false", "None": "null"}
-    if wanted in python_names:
-        texts.append(python_names[wanted])
-    return list(dict.fromkeys(texts))

@@ -29,10 +29,10 @@ run that has lineage.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from causal_middleware.spans.builder import hop_sub_query
 from causal_middleware.spans.model import (
     Document,
     Hop,
@@ -133,19 +133,6 @@ def documents_in(values: Any) -> list[Document]:
             if all(d is not None for d in converted):
                 docs.extend(d for d in converted if d is not None)
     return docs
-
-
-def _hop_sub_query(steps: list[Any]) -> str | None:
-    for step in steps:
-        if step.kind == "retrieval" and step.query:
-            return str(step.query)
-    for step in steps:
-        if step.kind == "tool" and step.args:
-            values = list(step.args.values())
-            if len(values) == 1 and isinstance(values[0], str):
-                return values[0]
-            return json.dumps(step.args, default=str, ensure_ascii=False, separators=(",", ":"))
-    return None
 
 
 def at_root(step: Any) -> bool:
@@ -356,7 +343,7 @@ def _rebuild_hops(
             source = None
         sub_query = source.sub_query if source is not None else None
         if sub_query is None:
-            sub_query = _hop_sub_query(hop_steps) or (
+            sub_query = hop_sub_query(hop_steps) or (
                 parent_hops[index].sub_query if index in parent_hops else None
             )
         span_id = source.span_id if source is not None else None
