@@ -39,8 +39,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy causal_middleware integrations benchmarks
 
+# loadgroup keeps one Phoenix server and one Ray cluster per run. A crashed worker is never
+# replaced (--max-worker-restart=0): xdist 3.8's loadgroup can hang forever after a replacement
+# (pytest-xdist#1378), so a crash ends the run at once, red, naming the test.
 unit: $(STAMP) $(PHOENIX_STAMP)
-	PHOENIX_PYTHON=$(PHOENIX_VENV)/bin/python $(PY) -m pytest -q -n 2 --dist loadgroup -m 'not model'
+	PHOENIX_PYTHON=$(PHOENIX_VENV)/bin/python $(PY) -m pytest -q -n 2 --dist loadgroup --max-worker-restart=0 -m 'not model'
 
 # The local model (llama.cpp): the runtime built once without AMX and cached in
 # ~/.cache/causal-middleware/wheels/, the weights assembled into ~/.cache/causal-middleware/models/

@@ -5,7 +5,8 @@ every task gets a reference to it, so what the function carries (a sweep's envir
 travels once. The heavy state (world, index, agent) is not shipped at all: the function builds it
 in each worker process on first use (:func:`causal_middleware.faults.distributed.worker_environment`).
 Results are yielded in item order, as :class:`~causal_middleware.faults.executor.ThreadExecutor`
-yields them.
+yields them; a bounded window of tasks is in flight at a time, so a failed unit or an abandoned
+iterator leaves at most that window to finish, and nothing is ever cancelled.
 
 ``RayExecutor()`` starts a local cluster with this machine's cores on first use (and stops it on
 :meth:`RayExecutor.shutdown`); ``RayExecutor(address="ray://head:10001")`` or ``address="auto"``
@@ -15,7 +16,9 @@ reference agent) installed.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from types import ModuleType
 from typing import Any, TypeVar
 
@@ -48,20 +51,30 @@ class RayExecutor:
         address: an existing cluster (``"auto"``, ``"ray://host:10001"``); None starts a local one.
         num_cpus: CPUs of the local cluster (default: all of this machine's); ignored with ``address``.
         cpus_per_task: CPUs each task reserves (default 1: one task per core).
+        max_in_flight: tasks submitted ahead of the one being read (default: twice the cluster's
+            CPUs over ``cpus_per_task``); items are drawn from the iterable only as they go out.
     """
 
     remote = True
 
     def __init__(
-        self, address: str | None = None, *, num_cpus: int | None = None, cpus_per_task: float = 1.0
+        self,
+        address: str | None = None,
+        *,
+        num_cpus: int | None = None,
+        cpus_per_task: float = 1.0,
+        max_in_flight: int | None = None,
     ) -> None:
         if num_cpus is not None and (not isinstance(num_cpus, int) or num_cpus < 1):
             raise ValueError(f"num_cpus must be a positive integer, got {num_cpus!r}")
         if cpus_per_task <= 0:
             raise ValueError(f"cpus_per_task must be positive, got {cpus_per_task!r}")
+        if max_in_flight is not None and (not isinstance(max_in_flight, int) or max_in_flight < 1):
+            raise ValueError(f"max_in_flight must be a positive integer, got {max_in_flight!r}")
         self.address = address
         self.num_cpus = num_cpus
         self.cpus_per_task = cpus_per_task
+        self.max_in_flight = max_in_flight
         self._started = False
         _ray()  # fail now, with the extra's name, rather than at the first map
 
@@ -84,19 +97,27 @@ class RayExecutor:
         ray = self._ensure()
         task = ray.remote(num_cpus=self.cpus_per_task, max_retries=0)(_apply)
         fn_ref = ray.put(fn)
-        refs = [task.remote(fn_ref, item) for item in items]
-        finished = 0
-        try:
-            for ref in refs:
-                try:
-                    result: R = ray.get(ref)
-                except ray.exceptions.RayTaskError as exc:
-                    raise exc.as_instanceof_cause() from None
-                finished += 1
-                yield result
-        finally:
-            for ref in refs[finished:]:  # a failure or an abandoned iterator: stop the rest
-                ray.cancel(ref)
+        source = iter(items)
+        # A bounded window of tasks in flight instead of cancelling: on a failure or an abandoned
+        # iterator the rest is simply never submitted. ray.cancel() is not used because in Ray 2.60
+        # a cancel that races a task's completion aborts the driver process (a RAY_CHECK in
+        # TaskManager::CompletePendingTask), which would take the user's process down with it.
+        in_flight = deque(task.remote(fn_ref, item) for item in islice(source, self._window(ray)))
+        while in_flight:
+            try:
+                result: R = ray.get(in_flight.popleft())
+            except ray.exceptions.RayTaskError as exc:
+                raise exc.as_instanceof_cause() from None
+            for item in islice(source, 1):
+                in_flight.append(task.remote(fn_ref, item))
+            yield result
+
+    def _window(self, ray: ModuleType) -> int:
+        """Tasks kept in flight: twice what the cluster can run at once, so no core waits."""
+        if self.max_in_flight is not None:
+            return self.max_in_flight
+        cpus = float(ray.cluster_resources().get("CPU", 1.0))
+        return max(2, int(2 * cpus / self.cpus_per_task))
 
     def shutdown(self) -> None:
         """Stop the local cluster this executor started (a joined cluster is left running)."""

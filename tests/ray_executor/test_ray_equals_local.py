@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,12 @@ pytestmark = pytest.mark.xdist_group("ray")  # one local Ray cluster per test ru
 SPEC = ReferenceEnvSpec(dataset="world", n=2, seed=0, hops=3)
 
 
+@pytest.fixture(autouse=True)
+def _ship_this_module_by_value(ray_cluster: Any) -> None:
+    """Ray workers cannot import a test module: its functions travel by value."""
+    ray_cluster.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
 def _probe(item: int) -> tuple[int, int, int]:
     from causal_middleware.faults import distributed  # the worker's module (this function travels by value)
 
@@ -34,7 +41,6 @@ def _probe(item: int) -> tuple[int, int, int]:
 def test_each_ray_worker_builds_the_agent_once(ray_cluster: Any) -> None:
     from causal_middleware.integrations.ray import RayExecutor
 
-    ray_cluster.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     rows = list(RayExecutor().map(_probe, range(12)))
     assert len(rows) == 12
     pids = {pid for pid, _, _ in rows}
@@ -50,6 +56,35 @@ def test_a_failing_task_raises_its_own_exception(ray_cluster: Any) -> None:
 
     with pytest.raises(ValueError, match="no such item"):
         list(RayExecutor().map(_fail_on_three, range(5)))
+
+
+def test_a_failure_or_an_abandoned_iterator_submits_no_more_than_the_window(ray_cluster: Any) -> None:
+    """Nothing is cancelled (Ray's cancel can race completion and abort the driver): items are drawn
+    from the iterable only as tasks go out, so a failure or an early stop leaves the rest unsent."""
+    from causal_middleware.integrations.ray import RayExecutor
+
+    drawn: list[int] = []
+
+    def counted(n: int) -> Iterator[int]:
+        for i in range(n):
+            drawn.append(i)
+            yield i
+
+    with pytest.raises(ValueError, match="no such item"):
+        list(RayExecutor(max_in_flight=2).map(_fail_on_three, counted(50)))
+    assert len(drawn) <= 3 + 2  # items 0..3 went out, plus at most the window behind the failure
+    drawn.clear()
+    results = RayExecutor(max_in_flight=3).map(_double, counted(50))
+    assert [next(results), next(results)] == [0, 2]
+    results.close()
+    assert len(drawn) <= 2 + 3
+    assert list(RayExecutor(max_in_flight=1).map(_double, counted(7))) == [0, 2, 4, 6, 8, 10, 12]
+    with pytest.raises(ValueError, match="max_in_flight"):
+        RayExecutor(max_in_flight=0)
+
+
+def _double(item: int) -> int:
+    return 2 * item
 
 
 def _fail_on_three(item: int) -> int:
