@@ -8,7 +8,7 @@ Defined here (import them from ``causal_middleware.protocols`` and nowhere else)
   repair judges its forks with one, and the repair queue and workers decide which finished runs
   failed with one (a verdict may blame another run, e.g. the previous turn a user rejected).
   A plain ``callable(answer) -> bool | None`` becomes one with
-  :func:`causal_middleware.repair.verifiers.as_verifier`.
+  :func:`causal_middleware.counterfactual.verifiers.as_verifier`.
 * :class:`Proposer`, returning a :class:`ProposalBatch` of :class:`Proposal`: alternative outputs
   for one step of a failed run (what CRS forks).
 * :class:`FailureSink`: where ``instrument(graph, on_failure=...)`` hands each finished run.

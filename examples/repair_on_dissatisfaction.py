@@ -20,9 +20,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from causal_middleware import instrument
 from causal_middleware.context.judges import DissatisfactionVerifier
+from causal_middleware.counterfactual.models import CRSResult
 from causal_middleware.protocols import Verdict
 from causal_middleware.repair import RepairQueue
-from causal_middleware.repair.models import CRSResult, RepairResult
+from causal_middleware.repair.models import RepairResult
 from causal_middleware.spans.model import Trajectory
 from causal_middleware.store.memory import InMemorySpanStore
 

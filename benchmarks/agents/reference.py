@@ -26,10 +26,10 @@ from benchmarks.reference_agent.adapter import reference_sweep_environment
 from benchmarks.world.generator import generate_world
 from causal_middleware.attribution.base import DiagnosisContext
 from causal_middleware.attribution.registry import get_diagnoser
-from causal_middleware.repair.proposers import OfflineProposer
+from causal_middleware.counterfactual.proposers import OfflineProposer
+from causal_middleware.counterfactual.trace_proposer import TraceProposer
+from causal_middleware.counterfactual.verifiers import ReferenceVerifier
 from causal_middleware.repair.service import repair_run
-from causal_middleware.repair.trace_proposer import TraceProposer
-from causal_middleware.repair.verifiers import ReferenceVerifier
 from causal_middleware.store.memory import InMemorySpanStore
 from causal_middleware.tasks.scoring import is_correct
 

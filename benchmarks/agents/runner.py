@@ -16,8 +16,8 @@ from causal_middleware.integrations.langgraph.tool_runner import tool_runner
 from causal_middleware import instrument
 from causal_middleware.attribution.base import DiagnosisContext
 from causal_middleware.attribution.registry import get_diagnoser
+from causal_middleware.counterfactual.verifiers import ReferenceVerifier
 from causal_middleware.repair.service import repair_run
-from causal_middleware.repair.verifiers import ReferenceVerifier
 from causal_middleware.spans.model import NodeStep, Trajectory
 from causal_middleware.store.memory import InMemorySpanStore
 from causal_middleware.tasks.scoring import answer_matches

@@ -258,8 +258,8 @@ def _diagnose_and_repair(
     from causal_middleware.integrations.langgraph.auto_repair import trace_proposer_for
     from causal_middleware.integrations.langgraph.replayer import Replayer
 
+    from causal_middleware.counterfactual.verifiers import ReferenceVerifier
     from causal_middleware.repair.service import repair_run
-    from causal_middleware.repair.verifiers import ReferenceVerifier
 
     backend = Replayer(agent, store=store, refused_side_effects="withhold")
     proposer = trace_proposer_for(agent)

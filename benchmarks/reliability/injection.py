@@ -25,8 +25,8 @@ from benchmarks.reliability.safety_corpus import (
 )
 from causal_middleware.attribution.llm import FINAL_VERDICT, VERDICT, parse_object
 from causal_middleware.context.llm import parse_json_object
+from causal_middleware.counterfactual.llm import parse_json
 from causal_middleware.prompts import top_level_values
-from causal_middleware.repair.llm import parse_json
 
 OWN_HOP = 1
 _OWN = {"stage": "retrieval", "hop": OWN_HOP, "propagation": True, "severity": 0.7, "root_cause": "own"}

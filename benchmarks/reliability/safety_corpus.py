@@ -343,11 +343,11 @@ def run_every_llm_role(model: BaseChatModel) -> dict[str, str]:
     from causal_middleware.attribution import DiagnosisContext, get_diagnoser
     from causal_middleware.context.detector_llm import detect_llm
     from causal_middleware.context.root_cause_llm import diagnose_llm
+    from causal_middleware.counterfactual.models import Probe
+    from causal_middleware.counterfactual.proposers import LLMProposer
+    from causal_middleware.counterfactual.verifiers import LLMOutcomeVerifier
     from causal_middleware.protocols import Proposal
-    from causal_middleware.repair.models import Probe
-    from causal_middleware.repair.proposers import LLMProposer
     from causal_middleware.repair.validate import LLMValidator
-    from causal_middleware.repair.verifiers import LLMOutcomeVerifier
 
     run = trajectory()
     out: dict[str, str] = {}

@@ -11,7 +11,7 @@ wires the reference agent):
    repaired (at most ``max_injected``, taken round-robin over families so each is represented).
 
 Each failed run goes through :func:`~causal_middleware.repair.service.repair_run` with the
-deterministic :class:`~causal_middleware.repair.proposers.OfflineProposer` and a reference-answer
+deterministic :class:`~causal_middleware.counterfactual.proposers.OfflineProposer` and a reference-answer
 verifier (the question's gold answer and aliases).
 
 With a remote executor (Ray) the sweep runs there, and so do the repairs: one task per question
@@ -50,16 +50,16 @@ from typing import Any, cast
 
 from pydantic import BaseModel
 
+from causal_middleware.counterfactual.crs import ForkCache
+from causal_middleware.counterfactual.proposers import OfflineProposer
+from causal_middleware.counterfactual.verifiers import ReferenceVerifier
 from causal_middleware.faults.distributed import EnvSpec, worker_environment
 from causal_middleware.faults.executor import Executor
 from causal_middleware.faults.model import FaultFamily
 from causal_middleware.faults.sweep import SweepEnvironment, _Sweep, iter_units, run_sweep
 from causal_middleware.protocols import Proposer
-from causal_middleware.repair.crs import ForkCache
 from causal_middleware.repair.models import RepairResult
-from causal_middleware.repair.proposers import OfflineProposer
 from causal_middleware.repair.service import RepairConfig, repair_run
-from causal_middleware.repair.verifiers import ReferenceVerifier
 from causal_middleware.retrieval.base import Index
 from causal_middleware.spans.model import Outcome
 from causal_middleware.tasks.model import Question

@@ -26,6 +26,7 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from causal_middleware.attribution.targets import fill_targets
+from causal_middleware.counterfactual.verifiers import as_verifier
 from causal_middleware.faults.model import Stage
 from causal_middleware.protocols import ForkBackend, Proposer, Verifier
 from causal_middleware.replay.adapter import AgentAdapter
@@ -187,7 +188,6 @@ class DiagnosisContext(BaseModel):
             return value
         if not callable(value):
             raise TypeError(f"verifier must be callable or have verify(), got {type(value).__name__}")
-        from causal_middleware.repair.verifiers import as_verifier  # repair imports attribution
 
         return as_verifier(value)
 

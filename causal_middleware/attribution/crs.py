@@ -1,12 +1,12 @@
 """``crs`` (CausalFlow): Causal Responsibility Scores from step interventions, used as a localiser.
 
-A thin wrapper over :func:`causal_middleware.repair.crs.compute_crs` (the scoring core shared with
+A thin wrapper over :func:`causal_middleware.counterfactual.crs.compute_crs` (the scoring core shared with
 repair): every node step but the final answer is a candidate, in causal order; K proposals per
 step are applied as forks with the suffix regenerated and judged by the context's verifier; a
 step's CRS is 1 when some proposal flips the failure. The diagnosis is the earliest step with
-CRS 1 (its hop and node); none flips: answer stage. The proposer is the context's, else the
-repair package's :class:`~causal_middleware.repair.proposers.OfflineProposer` when an agent adapter is
-given, else the generic :class:`~causal_middleware.repair.trace_proposer.TraceProposer`.
+CRS 1 (its hop and node); none flips: answer stage. The proposer is the context's, else
+the :class:`~causal_middleware.counterfactual.proposers.OfflineProposer` when an agent adapter is
+given, else the generic :class:`~causal_middleware.counterfactual.trace_proposer.TraceProposer`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from causal_middleware.attribution.base import (
     missing_parts,
 )
 from causal_middleware.attribution.step_probe import crs_diagnosis, probe_steps
+from causal_middleware.counterfactual.crs import compute_crs
+from causal_middleware.counterfactual.proposers import OfflineProposer
 from causal_middleware.spans.model import Trajectory
 
 
@@ -36,9 +38,6 @@ class CRSDiagnoser(Diagnoser):
         return missing_parts(context, "backend", "verdict")
 
     def _diagnose(self, trajectory: Trajectory, context: DiagnosisContext) -> Diagnosis:
-        from causal_middleware.repair.crs import compute_crs
-        from causal_middleware.repair.proposers import OfflineProposer
-
         proposer = context.proposer
         if proposer is None and context.adapter is not None:
             proposer = OfflineProposer(context.adapter, context.index)

@@ -21,7 +21,7 @@ from causal_middleware.attribution.base import (
 )
 from causal_middleware.attribution.delta import compute_delta, hop_delta_trace
 from causal_middleware.attribution.hops import hop_views, question_text, render_hops
-from causal_middleware.attribution.llm import DELTA, call, parse_object
+from causal_middleware.attribution.llm import DELTA, call, delta_schema, parse_object, verdict_schema
 from causal_middleware.attribution.provenance import impact
 from causal_middleware.attribution.verdict import verdict_from_reply
 from causal_middleware.prompts import Fence
@@ -119,6 +119,7 @@ class HolisticLLMDiagnoser(Diagnoser):
                 delta_prompt(trajectory, expected, fence),
                 cost,
                 max_calls=context.max_llm_calls,
+                schema=delta_schema(),
             )
             delta = read_delta(delta_text)
             fence = Fence()
@@ -126,7 +127,14 @@ class HolisticLLMDiagnoser(Diagnoser):
                 "run",
                 f"Delta: {fence.inline(delta, 600)}\n{render_hops(trajectory, views, reverse=True, fence=fence)}",
             )
-            reply = call(model, fence.system(HOLISTIC_SYSTEM), user, cost, max_calls=context.max_llm_calls)
+            reply = call(
+                model,
+                fence.system(HOLISTIC_SYSTEM),
+                user,
+                cost,
+                max_calls=context.max_llm_calls,
+                schema=verdict_schema(max((v.index for v in views), default=0), hop_first=True),
+            )
         except BudgetExceeded as exc:
             return Diagnosis(method=self.name, ran=False, reason=str(exc), cost=cost)
         return verdict_from_reply(self.name, reply, trajectory, views, cost, {"delta": delta})

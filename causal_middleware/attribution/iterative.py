@@ -34,6 +34,9 @@ from causal_middleware.attribution.llm import (
     as_hop,
     as_stage,
     call,
+    delta_schema,
+    final_verdict_schema,
+    node_verdict_schema,
     parse_object,
 )
 from causal_middleware.attribution.provenance import impact
@@ -152,7 +155,11 @@ class IterativeLLMDiagnoser(Diagnoser):
         try:
             fence = Fence()
             delta_text = call(
-                model, fence.system(DELTA_SYSTEM), delta_prompt(trajectory, expected, fence), cost
+                model,
+                fence.system(DELTA_SYSTEM),
+                delta_prompt(trajectory, expected, fence),
+                cost,
+                schema=delta_schema(),
             )
             delta = read_delta(delta_text)
             for unit in reversed(units):
@@ -166,7 +173,7 @@ class IterativeLLMDiagnoser(Diagnoser):
                     f"INPUT: {fence.inline(unit.input_text, self.text_limit) if unit.input_text.strip() else '(none)'}\n"
                     f"OUTPUT: {fence.inline(unit.output_text, self.text_limit) if unit.output_text.strip() else '(none)'}",
                 )
-                reply = call(model, fence.system(NODE_SYSTEM), user, cost)
+                reply = call(model, fence.system(NODE_SYSTEM), user, cost, schema=node_verdict_schema())
                 try:
                     data = parse_object(reply, NODE_VERDICT)
                     verdicts[unit.step_id] = (
@@ -188,6 +195,9 @@ class IterativeLLMDiagnoser(Diagnoser):
                 fence.system(FINAL_SYSTEM),
                 fence.block("steps", f"Delta: {fence.inline(delta, 600)}\n\nSteps, last first:\n{listing}"),
                 cost,
+                schema=final_verdict_schema(
+                    [u.step_id for u in units], max((v.index for v in views), default=0)
+                ),
             )
         except BudgetExceeded as exc:  # pragma: no cover - guarded by the upfront check
             return Diagnosis(method=self.name, ran=False, reason=str(exc), cost=cost)

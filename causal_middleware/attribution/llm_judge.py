@@ -20,7 +20,7 @@ from causal_middleware.attribution.base import (
     missing_parts,
 )
 from causal_middleware.attribution.hops import hop_views, render_hops
-from causal_middleware.attribution.llm import call
+from causal_middleware.attribution.llm import call, verdict_schema
 from causal_middleware.attribution.verdict import verdict_from_reply
 from causal_middleware.prompts import Fence
 from causal_middleware.prompts.llm import BudgetExceeded
@@ -65,7 +65,14 @@ class LLMJudgeDiagnoser(Diagnoser):
             user += f"\nExpected answer: {fence.inline(expected)}"
         cost = DiagnosisCost()
         try:
-            reply = call(model, fence.system(JUDGE_SYSTEM), user, cost, max_calls=context.max_llm_calls)
+            reply = call(
+                model,
+                fence.system(JUDGE_SYSTEM),
+                user,
+                cost,
+                max_calls=context.max_llm_calls,
+                schema=verdict_schema(max((v.index for v in views), default=0)),
+            )
         except BudgetExceeded as exc:
             return Diagnosis(method=self.name, ran=False, reason=str(exc), cost=cost)
         model_name = (

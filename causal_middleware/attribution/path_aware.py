@@ -67,6 +67,9 @@ from causal_middleware.attribution.provenance import (
     wrong_terms,
 )
 from causal_middleware.attribution.repair_op import ProbeBudgetExhausted, ProbeRunner, repair_k
+from causal_middleware.counterfactual.candidates import candidate_steps
+from causal_middleware.counterfactual.crs import compute_crs
+from causal_middleware.counterfactual.verifiers import CallableVerifier
 from causal_middleware.spans.model import Trajectory
 from causal_middleware.tasks.scoring import is_correct
 
@@ -107,7 +110,6 @@ def recorded_query_context(context: DiagnosisContext) -> DiagnosisContext:
         return context
     verifier = context.verifier
     if verifier is None:
-        from causal_middleware.repair.verifiers import CallableVerifier
 
         def correct(answer: str | None) -> bool:
             return is_correct(answer, question)
@@ -455,9 +457,6 @@ class PathAwareDiagnoser(Diagnoser):
             crs_diagnosis,
             generic_proposer,
         )
-        from causal_middleware.repair.candidates import candidate_steps
-        from causal_middleware.repair.crs import compute_crs
-        from causal_middleware.repair.verifiers import CallableVerifier
 
         steps = candidate_steps(trajectory)
         groups: list[list[str]] = []

@@ -2,7 +2,7 @@
 
 Every node step but the final answer is a candidate, in causal order, nodes outside any hop (a
 planner before hop 1) included. Each candidate's alternatives come from the context's proposer,
-else from :class:`~causal_middleware.repair.trace_proposer.TraceProposer` over what the run
+else from :class:`~causal_middleware.counterfactual.trace_proposer.TraceProposer` over what the run
 recorded (documents left out or replaced by the agent's own retriever, values found in the
 step's evidence). Each is applied as a fork and judged; the earliest step with an alternative
 that restores a correct answer is blamed, with the state key and the documents it changed.
@@ -18,14 +18,16 @@ from typing import Any
 from causal_middleware.attribution.base import Diagnosis, DiagnosisContext, DiagnosisCost, ProbeMode
 from causal_middleware.attribution.hops import answer_node, hop_views, question_text
 from causal_middleware.attribution.provenance import impact
+from causal_middleware.counterfactual.candidates import candidate_steps, final_answer_step
+from causal_middleware.counterfactual.crs import compute_crs, run_probe
+from causal_middleware.counterfactual.trace_proposer import TraceProposer
+from causal_middleware.counterfactual.verifiers import CallableVerifier
 from causal_middleware.spans.model import NodeStep, Trajectory
 
 DEFAULT_K = 4
 
 
 def generic_proposer(context: DiagnosisContext) -> Any:
-    from causal_middleware.repair.trace_proposer import TraceProposer
-
     if context.proposer is not None:
         return context.proposer
     return TraceProposer(
@@ -57,8 +59,6 @@ def probe_steps(
     method: str, trajectory: Trajectory, context: DiagnosisContext, *, mode: ProbeMode, k: int = DEFAULT_K
 ) -> Diagnosis:
     """Diagnose by probing every candidate step in causal order (see the module docstring)."""
-    from causal_middleware.repair.crs import compute_crs
-
     verify = context.verifier_callable()
 
     def verifier(run: Trajectory) -> bool | None:
@@ -88,7 +88,6 @@ def ambiguous_locations(trajectory: Trajectory, context: DiagnosisContext) -> di
     """Node -> why its documents could not be located in one state key (the user names one with
     ``instrument(..., state_keys=...)`` or ``--state-key NODE=KEY``)."""
     from causal_middleware.interventions.locate import step_contents
-    from causal_middleware.repair.candidates import candidate_steps
 
     keys = context.state_keys or {}
     out: dict[str, str] = {}
@@ -189,9 +188,6 @@ def confirm_answer_step(
     never in front of the agent, and the diagnosis says the blame is uncertain.
     """
     from causal_middleware.protocols import RepairCost
-    from causal_middleware.repair.candidates import final_answer_step
-    from causal_middleware.repair.crs import run_probe
-    from causal_middleware.repair.verifiers import CallableVerifier
 
     final = final_answer_step(trajectory)
     if final is None or context.backend is None:

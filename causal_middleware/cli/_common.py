@@ -37,7 +37,7 @@ def load_verifier(spec: str) -> Callable[..., bool | None]:
 
     The callable takes the run's answer (a string, or None) and returns True (success), False
     (failure) or None (cannot tell); annotate its one parameter ``Trajectory`` to get the whole
-    run instead (:func:`causal_middleware.repair.verifiers.as_verifier` reads the annotation). An
+    run instead (:func:`causal_middleware.counterfactual.verifiers.as_verifier` reads the annotation). An
     object with a ``verify(trajectory)`` method (a ``Verifier``) is returned as it is. Anything
     else, or a spec that does not load, is a one-line ``ValueError``.
     """

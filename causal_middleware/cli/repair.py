@@ -33,8 +33,8 @@ from causal_middleware.cli.live_agent import (
     parse_state_keys,
 )
 from causal_middleware.cli.plugins import agent_providers, provided_agent
+from causal_middleware.counterfactual.render import shorten
 from causal_middleware.repair.models import RepairResult
-from causal_middleware.repair.render import shorten
 
 
 def register(subparsers: Any) -> None:
@@ -113,8 +113,8 @@ def register(subparsers: Any) -> None:
 
 
 def _repair(args: argparse.Namespace) -> int:
+    from causal_middleware.counterfactual.verifiers import ReferenceVerifier, as_verifier
     from causal_middleware.repair.service import RepairConfig, repair_run
-    from causal_middleware.repair.verifiers import ReferenceVerifier, as_verifier
     from causal_middleware.store.open import open_store
 
     if args.proposer == "llm" and not args.model:
@@ -168,8 +168,8 @@ def _repair(args: argparse.Namespace) -> int:
 def _proposer(args: argparse.Namespace, agent: LiveAgent) -> Any:
     """The proposer ``--proposer`` names: offline (the adapter's when one is given, else derived
     from the trace) or an LLM."""
-    from causal_middleware.repair.proposers import LLMProposer, OfflineProposer
-    from causal_middleware.repair.trace_proposer import TraceProposer
+    from causal_middleware.counterfactual.proposers import LLMProposer, OfflineProposer
+    from causal_middleware.counterfactual.trace_proposer import TraceProposer
 
     if args.proposer == "llm":
         return LLMProposer(load_chat_model(args.model, "model"), temperature=args.temperature)
@@ -222,7 +222,7 @@ def _print(result: RepairResult) -> None:
     console.print(table)
     repair = result.repair
     if repair is not None:
-        from causal_middleware.repair.minimality import changed_leaves
+        from causal_middleware.counterfactual.minimality import changed_leaves
 
         console.print(f"[bold]What the repair changes[/] ({repair.node}, hop {repair.hop}):")
         for path, before, after in changed_leaves(repair.original, repair.repaired)[:8]:

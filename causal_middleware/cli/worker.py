@@ -75,10 +75,10 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def _worker(args: argparse.Namespace) -> int:
+    from causal_middleware.counterfactual.trace_proposer import TraceProposer
+    from causal_middleware.counterfactual.verifiers import ReferenceVerifier
     from causal_middleware.repair.models import RepairResult
     from causal_middleware.repair.service import RepairConfig, repair_run
-    from causal_middleware.repair.trace_proposer import TraceProposer
-    from causal_middleware.repair.verifiers import ReferenceVerifier
     from causal_middleware.repair.worker import RepairWorker
     from causal_middleware.spans.model import Trajectory
     from causal_middleware.store.open import open_store

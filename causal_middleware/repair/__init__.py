@@ -6,31 +6,29 @@ Start with :func:`repair_run` (one failed run) or :class:`RepairQueue` (repair i
 when runs fail); :func:`compute_crs` is the scoring core the ``crs`` diagnoser shares.
 """
 
-from causal_middleware.repair.candidates import candidate_steps, final_answer_step
-from causal_middleware.repair.crs import ForkCache, compute_crs
-from causal_middleware.repair.minimality import minimality, tokenize
-from causal_middleware.repair.models import (
-    ContrastivePair,
-    CRSResult,
-    LLMValidation,
-    OfflineValidation,
-    Probe,
-    Repair,
-    RepairResult,
-    StepScore,
-)
-from causal_middleware.repair.pairs import build_pair, export_pairs, write_pairs
-from causal_middleware.repair.proposers import LLMProposer, OfflineProposer
-from causal_middleware.repair.service import RepairConfig, RepairService, repair_run
-from causal_middleware.repair.trigger import RepairQueue
-from causal_middleware.repair.validate import LLMValidator, prefix_differences, validate_offline
-from causal_middleware.repair.verifiers import (
+from causal_middleware.counterfactual.candidates import candidate_steps, final_answer_step
+from causal_middleware.counterfactual.crs import ForkCache, compute_crs
+from causal_middleware.counterfactual.minimality import minimality, tokenize
+from causal_middleware.counterfactual.models import CRSResult, Probe, StepScore
+from causal_middleware.counterfactual.proposers import LLMProposer, OfflineProposer
+from causal_middleware.counterfactual.verifiers import (
     CallableVerifier,
     LLMOutcomeVerifier,
     OutcomeVerifier,
     ReferenceVerifier,
     as_verifier,
 )
+from causal_middleware.repair.models import (
+    ContrastivePair,
+    LLMValidation,
+    OfflineValidation,
+    Repair,
+    RepairResult,
+)
+from causal_middleware.repair.pairs import build_pair, export_pairs, write_pairs
+from causal_middleware.repair.service import RepairConfig, RepairService, repair_run
+from causal_middleware.repair.trigger import RepairQueue
+from causal_middleware.repair.validate import LLMValidator, prefix_differences, validate_offline
 
 __all__ = [
     "CRSResult",

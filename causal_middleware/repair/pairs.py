@@ -23,9 +23,9 @@ import os
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from causal_middleware.repair.llm import render_trace
+from causal_middleware.counterfactual.llm import render_trace
+from causal_middleware.counterfactual.render import to_jsonable
 from causal_middleware.repair.models import ContrastivePair, Repair, RepairResult
-from causal_middleware.repair.render import to_jsonable
 from causal_middleware.spans.model import Trajectory
 
 PairFormat = Literal["dpo", "reward"]

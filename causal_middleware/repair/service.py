@@ -2,7 +2,7 @@
 
 The orchestration of CausalFlow repair for one failed run:
 
-1. :func:`~causal_middleware.repair.crs.compute_crs` finds the steps whose change flips the run;
+1. :func:`~causal_middleware.counterfactual.crs.compute_crs` finds the steps whose change flips the run;
 2. the successful proposals are ranked by minimality (most minimal first) and the first one that
    passes offline validation (re-run ``m`` of ``n`` times, only change up to the fork point) and,
    when an :class:`~causal_middleware.repair.validate.LLMValidator` is configured, is retained by
@@ -22,14 +22,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from causal_middleware.counterfactual.crs import NO_PROPOSALS, ForkCache, compute_crs
+from causal_middleware.counterfactual.minimality import describe_change
+from causal_middleware.counterfactual.models import CRSResult, Probe
+from causal_middleware.counterfactual.render import shorten
+from causal_middleware.counterfactual.verifiers import as_verifier
 from causal_middleware.protocols import DiscardingForkBackend, ForkBackend, Proposer, RepairCost, Verifier
-from causal_middleware.repair.crs import NO_PROPOSALS, ForkCache, compute_crs
-from causal_middleware.repair.minimality import describe_change
-from causal_middleware.repair.models import CRSResult, LLMValidation, Probe, Repair, RepairResult
+from causal_middleware.repair.models import LLMValidation, Repair, RepairResult
 from causal_middleware.repair.pairs import build_pair
-from causal_middleware.repair.render import shorten
 from causal_middleware.repair.validate import LLMValidator, llm_validation_not_run, validate_offline
-from causal_middleware.repair.verifiers import as_verifier
 from causal_middleware.spans.health import health
 from causal_middleware.spans.model import NodeStep, Trajectory
 

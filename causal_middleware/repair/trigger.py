@@ -24,10 +24,10 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 from pydantic import BaseModel
 
+from causal_middleware.counterfactual.verifiers import as_verifier
 from causal_middleware.protocols import Verdict, Verifier
 from causal_middleware.repair.handoff import RunHandoff
 from causal_middleware.repair.models import RepairResult
-from causal_middleware.repair.verifiers import as_verifier
 from causal_middleware.spans import attributes as A
 from causal_middleware.spans.model import Outcome, Trajectory
 
@@ -61,7 +61,7 @@ class RepairQueue(RunHandoff):
     called in the worker after each run (``result`` is None for runs judged not failed).
     ``judge`` is the :class:`~causal_middleware.protocols.Verifier` deciding which runs failed (a
     plain ``callable(answer) -> bool | None``, True meaning success, is wrapped by
-    :func:`~causal_middleware.repair.verifiers.as_verifier`).
+    :func:`~causal_middleware.counterfactual.verifiers.as_verifier`).
 
     When the verdict names another run (``Verdict.run_id``, e.g. the previous turn the user
     rejected), that run is the one annotated, repaired, linked from the spans and passed to

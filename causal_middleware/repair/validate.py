@@ -17,13 +17,14 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from causal_middleware.counterfactual.crs import fork_with, judge_fork
+from causal_middleware.counterfactual.llm import call_model, parse_json, render_trace
+from causal_middleware.counterfactual.models import Probe
+from causal_middleware.counterfactual.render import canonical_json, to_jsonable
 from causal_middleware.prompts import Fence
 from causal_middleware.prompts.llm import describe_error
 from causal_middleware.protocols import ForkBackend, Proposal, RepairCost, Verifier
-from causal_middleware.repair.crs import fork_with, judge_fork
-from causal_middleware.repair.llm import call_model, parse_json, render_trace
-from causal_middleware.repair.models import LLMValidation, OfflineValidation, Probe, RoleJudgement
-from causal_middleware.repair.render import canonical_json, to_jsonable
+from causal_middleware.repair.models import LLMValidation, OfflineValidation, RoleJudgement
 from causal_middleware.spans.model import NodeStep, Trajectory
 
 

@@ -23,10 +23,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from causal_middleware.counterfactual.verifiers import OutcomeVerifier, as_verifier
 from causal_middleware.protocols import Verdict, Verifier
 from causal_middleware.repair.models import RepairResult
 from causal_middleware.repair.service import diagnosis_record
-from causal_middleware.repair.verifiers import OutcomeVerifier, as_verifier
 from causal_middleware.spans.health import health
 from causal_middleware.spans.model import Outcome, Trajectory
 from causal_middleware.store.base import SpanStore, StoreBusyError, StoreError
@@ -107,7 +107,7 @@ class RepairWorker:
     """Claims jobs from ``store``'s durable queue and repairs their runs with ``repair``.
 
     ``judge`` is the :class:`~causal_middleware.protocols.Verifier` deciding which runs failed
-    (default :class:`~causal_middleware.repair.verifiers.OutcomeVerifier`: the recorded outcome; a
+    (default :class:`~causal_middleware.counterfactual.verifiers.OutcomeVerifier`: the recorded outcome; a
     plain ``callable(answer) -> bool | None`` is wrapped by ``as_verifier``);
     ``lease_s`` is the visibility timeout (renewed every third of it while a job runs);
     ``max_attempts`` claims per run before it is dead-lettered; ``backoff_s`` before a failed

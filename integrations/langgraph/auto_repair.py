@@ -5,7 +5,7 @@
 Each finished run is judged in the background (default: its recorded outcome, which
 ``config={"metadata": {"causal_reference": ...}}`` sets at record time; any
 :class:`~causal_middleware.protocols.Verifier` or ``callable(answer) -> bool | None`` instead); a failed run is diagnosed and repaired on forks of this very graph, with the
-interventions derived from the trace (:class:`~causal_middleware.repair.trace_proposer.TraceProposer`
+interventions derived from the trace (:class:`~causal_middleware.counterfactual.trace_proposer.TraceProposer`
 over the graph's own retrievers and tools). ``invoke`` never waits for it.
 """
 
@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from causal_middleware.counterfactual.trace_proposer import TraceProposer
+from causal_middleware.counterfactual.verifiers import OutcomeVerifier, ReferenceVerifier
 from causal_middleware.protocols import Proposer, Verdict, Verifier
 from causal_middleware.repair.models import RepairResult
 from causal_middleware.repair.service import RepairConfig, RepairService
-from causal_middleware.repair.trace_proposer import TraceProposer
 from causal_middleware.repair.trigger import RepairQueue
-from causal_middleware.repair.verifiers import OutcomeVerifier, ReferenceVerifier
 from causal_middleware.retrieval.base import Index
 from causal_middleware.retrieval.langchain import RetrieverIndex
 
@@ -63,7 +63,7 @@ def repair_on_failure(
     """A factory for ``instrument(..., on_failure=...)`` (see the module docstring).
 
     ``judge`` decides which runs failed (default
-    :class:`~causal_middleware.repair.verifiers.OutcomeVerifier`: the recorded outcome); ``verifier`` judges the
+    :class:`~causal_middleware.counterfactual.verifiers.OutcomeVerifier`: the recorded outcome); ``verifier`` judges the
     forks (default: the run's reference answer); ``proposer`` defaults to the trace-derived one.
     """
 

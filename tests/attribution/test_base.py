@@ -15,7 +15,7 @@ from causal_middleware.attribution import (
     get_diagnoser,
     register,
 )
-from causal_middleware.repair.verifiers import ReferenceVerifier
+from causal_middleware.counterfactual.verifiers import ReferenceVerifier
 from causal_middleware.tasks.model import Question
 
 ALL = [

@@ -15,7 +15,7 @@ from langgraph.pregel import Pregel
 
 from causal_middleware.cli._common import load_verifier
 from causal_middleware.cli.main import main
-from causal_middleware.repair.verifiers import as_verifier
+from causal_middleware.counterfactual.verifiers import as_verifier
 from causal_middleware.spans.model import Trajectory
 
 

@@ -7,9 +7,9 @@ import importlib
 import pytest
 
 from causal_middleware.attribution.base import DiagnosisContext
+from causal_middleware.counterfactual.verifiers import CallableVerifier, OutcomeVerifier, as_verifier
 from causal_middleware.protocols import FailureSink, Proposer, Verdict, Verifier
 from causal_middleware.repair.trigger import RepairQueue
-from causal_middleware.repair.verifiers import CallableVerifier, OutcomeVerifier, as_verifier
 from causal_middleware.spans.model import Outcome, Trajectory
 from causal_middleware.store.memory import InMemorySpanStore
 

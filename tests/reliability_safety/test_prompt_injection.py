@@ -21,8 +21,8 @@ from causal_middleware.attribution import DiagnosisContext, get_diagnoser
 from causal_middleware.attribution.hops import render_hops
 from causal_middleware.attribution.llm import VERDICT, parse_object
 from causal_middleware.context.llm import parse_json_object
+from causal_middleware.counterfactual.llm import json_list_prefix, parse_json
 from causal_middleware.prompts import Fence, clean_line, last_json
-from causal_middleware.repair.llm import json_list_prefix, parse_json
 
 
 def _forged_lines(text: str) -> list[str]:

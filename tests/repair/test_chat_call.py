@@ -8,10 +8,10 @@ from langchain_core.messages import AIMessage
 
 from causal_middleware.attribution.base import DiagnosisCost
 from causal_middleware.attribution.llm import call
+from causal_middleware.counterfactual.llm import call_model
 from causal_middleware.prompts import Fence
 from causal_middleware.prompts.llm import BudgetExceeded, describe_error, invoke_chat, reply_usage
 from causal_middleware.protocols import RepairCost
-from causal_middleware.repair.llm import call_model
 
 
 def fake(*replies: AIMessage) -> GenericFakeChatModel:

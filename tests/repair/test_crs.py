@@ -14,9 +14,9 @@ import pytest
 from repair_fakes import ScriptedProposer
 from repair_sim import World, make_world, node_step
 
-from causal_middleware.repair.candidates import candidate_steps, final_answer_step, fork_point
-from causal_middleware.repair.crs import ForkCache, compute_crs
-from causal_middleware.repair.verifiers import ReferenceVerifier
+from causal_middleware.counterfactual.candidates import candidate_steps, final_answer_step, fork_point
+from causal_middleware.counterfactual.crs import ForkCache, compute_crs
+from causal_middleware.counterfactual.verifiers import ReferenceVerifier
 
 NO_FLIP = {"sub_query": "Who founded Zeta Inc?"}
 FIX_FACT1 = {"fact": "Bob Smith"}

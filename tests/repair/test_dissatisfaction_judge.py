@@ -20,9 +20,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from causal_middleware import instrument
 from causal_middleware.context.judges import DissatisfactionVerifier
+from causal_middleware.counterfactual.models import CRSResult
 from causal_middleware.protocols import Verdict
 from causal_middleware.repair import RepairQueue
-from causal_middleware.repair.models import CRSResult, RepairResult
+from causal_middleware.repair.models import RepairResult
 from causal_middleware.repair.trigger import root_span_id
 from causal_middleware.spans import attributes as A
 from causal_middleware.spans.model import Outcome, Trajectory

@@ -21,10 +21,10 @@ from repair_agent import first_failing_fault
 
 from benchmarks.reference_agent.adapter import reference_sweep_environment
 from benchmarks.world.generator import generate_world
+from causal_middleware.counterfactual.llm import call_model, json_list_prefix, parse_json
 from causal_middleware.faults.sweep import SweepEnvironment
 from causal_middleware.protocols import RepairCost
 from causal_middleware.repair import LLMProposer, ReferenceVerifier, RepairConfig, repair_run
-from causal_middleware.repair.llm import call_model, json_list_prefix, parse_json
 from causal_middleware.repair.validate import LLMValidator
 from causal_middleware.spans.model import NodeStep, Trajectory
 from causal_middleware.store.memory import InMemorySpanStore

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from causal_middleware.repair.minimality import (
+from causal_middleware.counterfactual.minimality import (
     changed_leaves,
     describe_change,
     leaves,

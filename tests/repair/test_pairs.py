@@ -10,10 +10,10 @@ from datasets import load_dataset
 from repair_fakes import ScriptedProposer
 from repair_sim import World
 
+from causal_middleware.counterfactual.verifiers import ReferenceVerifier
 from causal_middleware.repair.models import RepairResult
 from causal_middleware.repair.pairs import build_pair, export_pairs, pairs_from_records, write_pairs
 from causal_middleware.repair.service import repair_run
-from causal_middleware.repair.verifiers import ReferenceVerifier
 
 
 def _repaired(world: World) -> RepairResult:

@@ -8,8 +8,8 @@ import pytest
 from repair_fakes import ScriptedChatModel
 from repair_sim import World, node_step
 
-from causal_middleware.repair.crs import compute_crs
-from causal_middleware.repair.proposers import (
+from causal_middleware.counterfactual.crs import compute_crs
+from causal_middleware.counterfactual.proposers import (
     LLMProposer,
     OfflineProposer,
     alias_map,
@@ -18,7 +18,7 @@ from causal_middleware.repair.proposers import (
     later_findings,
     run_texts,
 )
-from causal_middleware.repair.verifiers import ReferenceVerifier
+from causal_middleware.counterfactual.verifiers import ReferenceVerifier
 from causal_middleware.spans.model import Document, Hop, NodeStep, Trajectory
 
 

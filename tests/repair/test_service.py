@@ -8,11 +8,11 @@ import pytest
 from repair_fakes import ScriptedChatModel, ScriptedProposer
 from repair_sim import World
 
+from causal_middleware.counterfactual.proposers import OfflineProposer
+from causal_middleware.counterfactual.verifiers import ReferenceVerifier
 from causal_middleware.repair.models import RepairResult
-from causal_middleware.repair.proposers import OfflineProposer
 from causal_middleware.repair.service import RepairConfig, RepairService, repair_run
 from causal_middleware.repair.validate import LLMValidator
-from causal_middleware.repair.verifiers import ReferenceVerifier
 from causal_middleware.spans.model import Trajectory
 
 

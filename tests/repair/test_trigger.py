@@ -11,11 +11,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from repair_fakes import ScriptedProposer
 from repair_sim import World
 
+from causal_middleware.counterfactual.verifiers import OutcomeVerifier, ReferenceVerifier
 from causal_middleware.protocols import Verdict
 from causal_middleware.repair.models import RepairResult
 from causal_middleware.repair.service import RepairService
 from causal_middleware.repair.trigger import RepairQueue, root_span_id
-from causal_middleware.repair.verifiers import OutcomeVerifier, ReferenceVerifier
 from causal_middleware.spans import attributes as A
 from causal_middleware.spans.health import health
 from causal_middleware.spans.model import Outcome, Trajectory

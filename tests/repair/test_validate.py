@@ -8,15 +8,15 @@ import pytest
 from repair_fakes import ScriptedChatModel
 from repair_sim import World, node_step
 
+from causal_middleware.counterfactual.models import Probe
+from causal_middleware.counterfactual.verifiers import ReferenceVerifier
 from causal_middleware.protocols import Proposal
-from causal_middleware.repair.models import Probe
 from causal_middleware.repair.validate import (
     LLMValidator,
     llm_validation_not_run,
     prefix_differences,
     validate_offline,
 )
-from causal_middleware.repair.verifiers import ReferenceVerifier
 from causal_middleware.spans.model import NodeStep, Trajectory
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from repair_fakes import ScriptedChatModel
 
-from causal_middleware.protocols import Verifier
-from causal_middleware.repair.verifiers import (
+from causal_middleware.counterfactual.verifiers import (
     CallableVerifier,
     LLMOutcomeVerifier,
     ReferenceVerifier,
     as_verifier,
 )
+from causal_middleware.protocols import Verifier
 from causal_middleware.spans.model import Trajectory
 
 

@@ -37,7 +37,7 @@ from user_agent_graphs import (
 )
 from user_agent_harness import Recorded, Recorder
 
-from causal_middleware.repair.proposers import LLMProposer
+from causal_middleware.counterfactual.proposers import LLMProposer
 from causal_middleware.spans.model import NodeStep, ToolStep
 
 METHODS = ["crs", "suffix_regen", "path_aware", "frozen_hop"]

@@ -36,9 +36,9 @@ from user_agent_harness import THREAD, Recorded, Recorder
 
 from causal_middleware.attribution.base import DiagnosisContext
 from causal_middleware.attribution.registry import get_diagnoser
+from causal_middleware.counterfactual.trace_proposer import TraceProposer
+from causal_middleware.counterfactual.verifiers import ReferenceVerifier
 from causal_middleware.repair.service import repair_run
-from causal_middleware.repair.trace_proposer import TraceProposer
-from causal_middleware.repair.verifiers import ReferenceVerifier
 from causal_middleware.spans.model import Outcome
 
 METHODS = ["crs", "suffix_regen", "path_aware", "frozen_hop"]

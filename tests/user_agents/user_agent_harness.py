@@ -19,10 +19,10 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from causal_middleware.attribution.base import Diagnosis, DiagnosisContext
 from causal_middleware.attribution.registry import get_diagnoser
+from causal_middleware.counterfactual.trace_proposer import TraceProposer
+from causal_middleware.counterfactual.verifiers import ReferenceVerifier
 from causal_middleware.repair.models import RepairResult
 from causal_middleware.repair.service import repair_run
-from causal_middleware.repair.trace_proposer import TraceProposer
-from causal_middleware.repair.verifiers import ReferenceVerifier
 from causal_middleware.spans.model import Trajectory
 
 THREAD = "user-thread"

@@ -24,13 +24,13 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from causal_middleware.counterfactual.candidates import candidate_steps
+from causal_middleware.counterfactual.minimality import minimality
+from causal_middleware.counterfactual.models import CRSResult, Probe, StepScore
+from causal_middleware.counterfactual.render import canonical_json
+from causal_middleware.counterfactual.verifiers import as_verifier
 from causal_middleware.interventions.edit import EditError
 from causal_middleware.protocols import ForkBackend, Proposal, Proposer, RepairCost, Verifier
-from causal_middleware.repair.candidates import candidate_steps
-from causal_middleware.repair.minimality import minimality
-from causal_middleware.repair.models import CRSResult, Probe, StepScore
-from causal_middleware.repair.render import canonical_json
-from causal_middleware.repair.verifiers import as_verifier
 from causal_middleware.replay.request import SuffixMode
 from causal_middleware.spans.model import NodeStep, Trajectory
 
@@ -162,7 +162,7 @@ def compute_crs(
     failure feedback handed to the proposer (default: the verifier's feedback on the run);
     ``extra_feedback`` is appended to it (e.g. the user's correction that flagged the run). A run
     the verifier judges successful is not probed (``baseline_success=True``, no scores).
-    ``respect_lineage``: see :func:`~causal_middleware.repair.candidates.candidate_steps`.
+    ``respect_lineage``: see :func:`~causal_middleware.counterfactual.candidates.candidate_steps`.
     ``mode``/``rerun_for``: how probes run the suffix (``frozen``: only ``rerun_for(step)`` re-run).
     """
     if k < 1:

@@ -7,7 +7,7 @@
 * :class:`LLMProposer` - a chat model given the trace context, the failed step and the failure
   feedback writes alternative outputs as JSON, sampled with temperature.
 
-Both return a :class:`~causal_middleware.repair.models.ProposalBatch`; the CRS core deduplicates,
+Both return a :class:`~causal_middleware.protocols.ProposalBatch`; the CRS core deduplicates,
 ranks by minimality and forks.
 """
 
@@ -19,6 +19,14 @@ from typing import Any, Protocol, runtime_checkable
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel
 
+from causal_middleware.counterfactual.llm import (
+    call_model,
+    input_text,
+    json_list_prefix,
+    parse_json,
+    render_trace,
+)
+from causal_middleware.counterfactual.render import canonical_json, render_output, shorten, to_jsonable
 from causal_middleware.interventions.describe import change_target
 from causal_middleware.interventions.locate import state_update
 from causal_middleware.interventions.values import (
@@ -31,14 +39,6 @@ from causal_middleware.interventions.values import similarity as _similarity
 from causal_middleware.prompts import Fence
 from causal_middleware.prompts.llm import describe_error, with_temperature
 from causal_middleware.protocols import Proposal, ProposalBatch, RepairCost
-from causal_middleware.repair.llm import (
-    call_model,
-    input_text,
-    json_list_prefix,
-    parse_json,
-    render_trace,
-)
-from causal_middleware.repair.render import canonical_json, render_output, shorten, to_jsonable
 from causal_middleware.replay.adapter import AgentAdapter
 from causal_middleware.retrieval.base import Index, hit_document
 from causal_middleware.spans.model import Document, Intervention, NodeStep, Trajectory

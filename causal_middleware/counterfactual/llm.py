@@ -14,10 +14,10 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from causal_middleware.counterfactual.render import shorten, to_jsonable
 from causal_middleware.prompts import Fence, last_json
 from causal_middleware.prompts.llm import ChatReply, invoke_chat
 from causal_middleware.protocols import RepairCost
-from causal_middleware.repair.render import shorten, to_jsonable
 from causal_middleware.spans.model import LLMStep, NodeStep, Trajectory
 
 

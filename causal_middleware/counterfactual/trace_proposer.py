@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from causal_middleware.counterfactual.render import to_jsonable
 from causal_middleware.interventions.edit import EditError
 from causal_middleware.interventions.locate import state_update
 from causal_middleware.interventions.space import ToolRunner, step_interventions
 from causal_middleware.protocols import Proposal, ProposalBatch
-from causal_middleware.repair.render import to_jsonable
 from causal_middleware.retrieval.base import Index
 from causal_middleware.spans.model import NodeStep, Trajectory
 

@@ -24,10 +24,10 @@ from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
 
+from causal_middleware.counterfactual.llm import call_model, input_text, parse_json, render_trace
+from causal_middleware.counterfactual.render import shorten
 from causal_middleware.prompts import Fence
 from causal_middleware.protocols import RepairCost, Verdict, Verifier
-from causal_middleware.repair.llm import call_model, input_text, parse_json, render_trace
-from causal_middleware.repair.render import shorten
 from causal_middleware.spans.model import Outcome, Trajectory
 from causal_middleware.tasks.model import Question
 from causal_middleware.tasks.scoring import is_correct

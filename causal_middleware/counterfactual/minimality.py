@@ -32,7 +32,7 @@ import json
 import re
 from typing import Any
 
-from causal_middleware.repair.render import to_jsonable
+from causal_middleware.counterfactual.render import to_jsonable
 
 # Deliberately not causal_middleware.text.tokenize: an edit distance must see every word,
 # stopwords and punctuation included, or "is not" -> "is" would be no change at all.
@@ -112,7 +112,7 @@ def changed_leaves(original: Any, repaired: Any) -> list[tuple[str, str | None, 
 
 def describe_change(original: Any, repaired: Any, *, limit: int = 3, width: int = 100) -> str:
     """The changed leaves as ``path: 'before' -> 'after'``, at most ``limit`` of them."""
-    from causal_middleware.repair.render import shorten
+    from causal_middleware.counterfactual.render import shorten
 
     changes = changed_leaves(original, repaired)
     if not changes:
