@@ -28,6 +28,16 @@ default (``repeat_tool_calls="answer"``) a reply whose calls all repeat calls al
 the conversation is replaced by a second completion, without tools, asked to answer from the
 results (``response_metadata["completions"] == 2``; usage counts both).
 
+Structured replies: ``with_structured_output(schema)`` (a pydantic model, TypedDict or JSON schema;
+``method="json_schema"``, the default) binds ``response_format`` and parses the reply; a bound
+``response_format`` (OpenAI's ``{"type": "json_schema", "json_schema": {"schema": ...}}``,
+llama-cpp-python's ``{"type": "json_object", "schema": ...}``, or plain ``{"type": "json_object"}``)
+turns the schema into a llama.cpp grammar (:func:`response_grammar`), so decoding can only produce
+JSON of that shape: a small model that ignores the format asked for in the prompt cannot. Only the
+grammar converter's subset of JSON schema binds (types, ``enum``, ``required``, ``maxLength``,
+``maxItems``, ``anyOf``, local ``$ref``); numeric bounds do not. ``method="function_calling"``
+binds the schema as a tool instead (the base class's way: an instruction, no grammar).
+
 One loaded model (``llama_cpp.Llama``) is shared by every chat model with the same file and load
 settings, behind a lock: llama.cpp contexts are not thread-safe, and two calls at once on 2 cores
 would only be slower. ``n_threads`` defaults to 1 because 2 threads busy-wait on each other when
@@ -36,10 +46,13 @@ another process holds a core (a 0.6 s call took 47 s).
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Literal
 
@@ -51,11 +64,12 @@ from langchain_core.messages import (
     BaseMessage,
 )
 from langchain_core.messages.ai import UsageMetadata
+from langchain_core.output_parsers import JsonOutputParser, PydanticOutputParser
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable
+from langchain_core.runnables import Runnable, RunnableMap, RunnablePassthrough
 from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import ConfigDict, Field
+from langchain_core.utils.function_calling import convert_to_json_schema, convert_to_openai_tool
+from pydantic import BaseModel, ConfigDict, Field
 
 from .llamacpp_cache import MIN_GAIN_TOKENS, PrefixStateCache
 from .llamacpp_tools import (
@@ -75,6 +89,7 @@ __all__ = [
     "answered_calls",
     "import_llama_cpp",
     "parse_tool_calls",
+    "response_grammar",
     "to_chat_messages",
 ]
 
@@ -112,6 +127,7 @@ class _Options:
     temperature: float
     seed: int
     stops: list[str]
+    grammar: Any = None
 
 
 @dataclass(frozen=True)
@@ -241,6 +257,44 @@ class LlamaCppChatModel(BaseChatModel):
             bound["tool_choice"] = tool_choice
         return super().bind(**bound, **kwargs)
 
+    def with_structured_output(  # type: ignore[override]
+        self,
+        schema: dict[str, Any] | type,
+        *,
+        include_raw: bool = False,
+        method: Literal["json_schema", "json_mode", "function_calling"] = "json_schema",
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, dict[str, Any] | BaseModel]:
+        """A runnable answering with ``schema``'s JSON, grammar-constrained (``json_schema``), any
+        JSON object (``json_mode``), or through a bound tool (``function_calling``). Returns the
+        parsed reply, or with ``include_raw`` ``{"raw", "parsed", "parsing_error"}``."""
+        kwargs.pop("strict", None)
+        if method == "function_calling":
+            return super().with_structured_output(schema, include_raw=include_raw, **kwargs)
+        if kwargs:
+            raise ValueError(f"LlamaCppChatModel.with_structured_output got unsupported arguments {kwargs}")
+        if method not in ("json_schema", "json_mode"):
+            raise ValueError(f"unknown structured-output method {method!r}")
+        is_pydantic = isinstance(schema, type) and issubclass(schema, BaseModel)
+        if method == "json_mode":
+            response_format: dict[str, Any] = {"type": "json_object"}
+        else:
+            json_schema = schema.model_json_schema() if is_pydantic else convert_to_json_schema(schema)  # type: ignore[union-attr]
+            name = str(json_schema.get("title") or "reply")
+            response_format = {"type": "json_schema", "json_schema": {"name": name, "schema": json_schema}}
+        llm = self.bind(
+            response_format=response_format,
+            ls_structured_output_format={"kwargs": {"method": method}, "schema": schema},
+        )
+        parser: Runnable[Any, Any] = (
+            PydanticOutputParser(pydantic_object=schema) if is_pydantic else JsonOutputParser()  # type: ignore[arg-type]
+        )
+        if not include_raw:
+            return llm | parser
+        parsed = RunnablePassthrough.assign(parsed=itemgetter("raw") | parser, parsing_error=lambda _: None)
+        fallback = RunnablePassthrough.assign(parsed=lambda _: None)
+        return RunnableMap(raw=llm) | parsed.with_fallbacks([fallback], exception_key="parsing_error")
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -253,11 +307,18 @@ class LlamaCppChatModel(BaseChatModel):
         max_tokens = int(kwargs.pop("max_tokens", self.max_tokens))
         temperature = float(kwargs.pop("temperature", self.temperature))
         seed = int(kwargs.pop("seed", self.seed))
+        response_format = kwargs.pop("response_format", None)
         if kwargs:
             raise TypeError(f"LlamaCppChatModel got unsupported call arguments: {sorted(kwargs)}")
+        if response_format is not None and tools:
+            raise ValueError("LlamaCppChatModel: bind tools or a response_format, not both")
         loaded = self.loaded()
         options = _Options(
-            max_tokens, temperature, seed, [*loaded.extra_stops, *(stop or self.stop_sequences or [])]
+            max_tokens,
+            temperature,
+            seed,
+            [*loaded.extra_stops, *(stop or self.stop_sequences or [])],
+            response_grammar(response_format) if response_format is not None else None,
         )
         chat = to_chat_messages(messages, tools, tool_choice, native_tools=loaded.template_has_tools)
         done = self._complete(loaded, chat, tools if loaded.template_has_tools and tools else None, options)
@@ -324,6 +385,7 @@ class LlamaCppChatModel(BaseChatModel):
                 top_p=self.top_p,
                 seed=options.seed,
                 stop=options.stops or None,
+                grammar=options.grammar,
             )
             elapsed = time.perf_counter() - started
             if loaded.ram_cache is not None:
@@ -363,3 +425,42 @@ class LlamaCppChatModel(BaseChatModel):
             for key in totals:
                 totals[key] += int(((output or {}).get("token_usage") or {}).get(key, 0))
         return {"token_usage": totals, "model_name": self.name_reported}
+
+
+def response_grammar(response_format: object) -> Any:
+    """The ``llama_cpp.LlamaGrammar`` of a ``response_format`` (see the module docstring);
+    ValueError naming what is wrong with one it cannot read."""
+    if not isinstance(response_format, dict) or response_format.get("type") not in (
+        "json_object",
+        "json_schema",
+    ):
+        raise ValueError(
+            "response_format must be {'type': 'json_object'[, 'schema': ...]} or "
+            f"{{'type': 'json_schema', 'json_schema': {{'schema': ...}}}}, got {response_format!r}"
+        )
+    if response_format["type"] == "json_schema":
+        inner = response_format.get("json_schema")
+        schema = inner.get("schema") if isinstance(inner, dict) else None
+        if not isinstance(schema, dict):
+            raise ValueError("response_format json_schema needs {'json_schema': {'schema': {...}}}")
+    else:
+        schema = response_format.get("schema")
+    if schema is None:
+        return _json_grammar()
+    if not isinstance(schema, dict):
+        raise ValueError(f"response_format schema must be a JSON-schema object, got {type(schema).__name__}")
+    return _schema_grammar(json.dumps(schema, sort_keys=False))
+
+
+@lru_cache(maxsize=64)
+def _schema_grammar(schema_json: str) -> Any:
+    llama_cpp = import_llama_cpp()
+    return llama_cpp.LlamaGrammar.from_json_schema(schema_json, verbose=False)
+
+
+@lru_cache(maxsize=1)
+def _json_grammar() -> Any:
+    llama_cpp = import_llama_cpp()
+    from llama_cpp.llama_grammar import JSON_GBNF
+
+    return llama_cpp.LlamaGrammar.from_string(JSON_GBNF, verbose=False)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -22,6 +23,7 @@ from pydantic import BaseModel
 from benchmarks.context.simulation import Benchmark, SimTrace, domain_names, generate_benchmark
 from benchmarks.context.simulation.verification import BenchmarkVerificationError, verify_benchmark
 from causal_middleware.context.detector import detect, detect_offline
+from causal_middleware.context.failure import locate_failure
 from causal_middleware.context.llm import LLMResponseError
 from causal_middleware.context.recommendation import Operation, Recommendation
 from causal_middleware.context.recommender import recommend
@@ -77,6 +79,8 @@ class TraceResult(BaseModel):
     passive_path_acc: bool | None = None
     passive_e2e_acc: bool | None = None
     llm_errors: list[str] = []
+    llm_calls: int = 0
+    llm_seconds: float = 0.0
 
 
 def evaluate_trace(bench: Benchmark, trace: SimTrace, model: BaseChatModel | None = None) -> TraceResult:
@@ -84,10 +88,14 @@ def evaluate_trace(bench: Benchmark, trace: SimTrace, model: BaseChatModel | Non
     ``model`` the LLM detector and LLM holistic root cause (the recommender has no LLM form).
 
     A reply the LLM forms cannot read is recorded in ``llm_errors`` and scored as a miss (not
-    detected, wrong root), so a weak model lowers the figures instead of stopping the benchmark."""
+    detected, wrong root), so a weak model lowers the figures instead of stopping the benchmark.
+    When the LLM detector's signals locate no failure (an unreadable reply, or no signal at all),
+    the offline rules locate it for the LLM root cause, so that form is measured on every
+    dissatisfied session; detection and end-to-end stay the LLM detector's."""
     gt = trace.ground_truth
     conv = trace.conversation
     errors: list[str] = []
+    started = time.perf_counter()
     if model is None:
         detection = detect_offline(conv)
     else:
@@ -107,11 +115,15 @@ def evaluate_trace(bench: Benchmark, trace: SimTrace, model: BaseChatModel | Non
         detected=detection.escalate,
         detector_confidence=detection.confidence,
         llm_errors=errors,
+        llm_calls=0 if model is None else 1,
+        llm_seconds=0.0 if model is None else round(time.perf_counter() - started, 3),
     )
     if not gt.dissatisfied or gt.fix is None:
         return result
     ws = bench.workspace(trace)
     if model is not None:
+        if locate_failure(conv, detection) is None:
+            detection = detect_offline(conv).model_copy(update={"escalate": detection.escalate})
         return _evaluate_llm_root_cause(result, trace, ws, detection, model)
     holistic = diagnose(conv, detection, method="holistic")
     rec = recommend(conv, holistic, ws, mode="explore")
@@ -136,10 +148,15 @@ def _evaluate_llm_root_cause(
     result: TraceResult, trace: SimTrace, ws: Workspace, detection: Any, model: BaseChatModel
 ) -> TraceResult:
     conv = trace.conversation
+    started = time.perf_counter()
     try:
         holistic = diagnose(conv, detection, method="holistic", mode="llm", model=model)
     except LLMResponseError as exc:
+        holistic = None
         result.llm_errors.append(f"root cause: {exc}")
+    result.llm_calls += 1 if holistic is None else holistic.calls  # an unreadable reply was a call
+    result.llm_seconds = round(result.llm_seconds + time.perf_counter() - started, 3)
+    if holistic is None:
         result.acc_at_1 = result.acc_at_3 = result.component_acc = False
         result.op_acc = result.path_acc = result.path_partial_acc = result.e2e_acc = False
         result.root_gold = trace.ground_truth.root_node_id
@@ -254,6 +271,11 @@ def summarize(results: Sequence[TraceResult], seed: int = 0) -> dict[str, Any]:
     out["calls_per_trace"] = round(sum(calls) / len(calls), 3) if calls else None
     out["calls_per_trace_ci"] = bootstrap_ci(calls, B=B, seed=seed)
     out["llm_errors"] = sum(len(r.llm_errors) for r in results)
+    llm_calls = sum(r.llm_calls for r in results)
+    out["llm_calls"] = llm_calls
+    out["llm_seconds_per_call"] = (
+        round(sum(r.llm_seconds for r in results) / llm_calls, 3) if llm_calls else None
+    )
     out["detector"] = _detector(results, seed)
     out["ablations"] = _ablations(dis, seed)
     out["by_category"] = {

@@ -39,7 +39,10 @@ model are listed with ``run: false`` and the reason.
 JSON keys (``trail.json`` under ``--out``): ``data`` (facts about the set), ``rows`` (name ->
 ``kind``, ``location``/``hop``/``category``/``joint`` each ``{rate, ci95, hits, n}``; methods add
 ``ran``, ``uses_gold``, ``answered_with``, ``location_vs_first_hop_llm``), ``not_run``,
-``expected_random``, ``target`` (location above the random-LLM-span rate), ``published``.
+``expected_random``, ``target`` (location above the random-LLM-span rate), ``published``, ``seed``,
+``judge`` (the judge model's name, or null). With ``--judge SPEC`` the one-call LLM method
+``all_at_once`` runs too; its row adds ``llm_calls``, ``llm_tokens``, ``llm_errors`` (unreadable
+replies) and ``seconds_per_call``.
 """
 
 from __future__ import annotations
@@ -54,7 +57,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.foreign.methods import not_run, runnable
+from langchain_core.language_models import BaseChatModel
+
+from benchmarks.foreign.methods import LLMFacts, load_judge, methods_for, not_run, with_progress
 from causal_middleware.attribution.base import Diagnosis, DiagnosisContext
 from causal_middleware.attribution.registry import get_diagnoser
 from causal_middleware.evaluation.stats import paired_comparison, proportion_ci
@@ -275,18 +280,23 @@ def expected_random(cases: Sequence[Case]) -> dict[str, float]:
 
 
 def run_method(
-    name: str, cases: Sequence[Case], make: Callable[[str], Any] = get_diagnoser
+    name: str,
+    cases: Sequence[Case],
+    make: Callable[[str], Any] = get_diagnoser,
+    chat_model: BaseChatModel | None = None,
 ) -> tuple[list[Prediction], dict[str, Any]]:
     """Diagnose each case with the named (passive) method; the predictions and run facts."""
     diagnoser = make(name)
     predictions, ran, uses_gold, reasons = [], 0, False, set()
     answered: Counter[str] = Counter()
-    for case in cases:
-        context = DiagnosisContext(reference=case.trajectory.reference)
+    llm = LLMFacts()
+    for case in with_progress(cases, name, slow=chat_model is not None):
+        context = DiagnosisContext(reference=case.trajectory.reference, chat_model=chat_model)
         try:
             diagnosis = diagnoser.diagnose(case.trajectory, context)
         except Exception as exc:  # a method that cannot read a foreign trace: counted, not fatal
             diagnosis = Diagnosis.not_run(name, f"{type(exc).__name__}: {exc}")
+        llm.add(diagnosis)
         ran += diagnosis.ran
         uses_gold = uses_gold or diagnosis.uses_gold
         if not diagnosis.ran and diagnosis.reason:
@@ -300,12 +310,18 @@ def run_method(
         "uses_gold": uses_gold,
         "answered_with": dict(answered),
         "not_run_reasons": sorted(reasons)[:3],
+        **llm.as_dict(),
     }
     return predictions, facts
 
 
 def benchmark(
-    data: str | Path, methods: Sequence[str] | None = None, seed: int = 0, limit: int | None = None
+    data: str | Path,
+    methods: Sequence[str] | None = None,
+    seed: int = 0,
+    limit: int | None = None,
+    *,
+    chat_model: BaseChatModel | None = None,
 ) -> dict[str, Any]:
     """The table: every method and baseline, scored on the annotated traces under ``data``."""
     cases, summary = load_cases(data, limit)
@@ -321,9 +337,9 @@ def benchmark(
         hits[baseline] = location_hits(cases, predictions)
         rows[baseline] = {"kind": "baseline", "uses_gold": baseline == "majority_category"}
         rows[baseline].update(score(cases, predictions))
-    methods = list(methods) if methods is not None else runnable()
+    methods = methods_for(methods, chat_model)
     for method in methods:
-        predictions, facts = run_method(method, cases)
+        predictions, facts = run_method(method, cases, chat_model=chat_model)
         hits[method] = location_hits(cases, predictions)
         rows[method] = {"kind": "method", **facts, **score(cases, predictions)}
         # paired exact McNemar test on location against the trivial baseline it most resembles
@@ -339,6 +355,8 @@ def benchmark(
         "majority_category": majority,
         "published": PUBLISHED,
         "seed": seed,
+        "judge": getattr(chat_model, "model_name", None)
+        or (type(chat_model).__name__ if chat_model else None),
     }
 
 
@@ -401,12 +419,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random baselines' draws")
     parser.add_argument("--limit", type=int, default=None, help="score only the first N trace files")
+    parser.add_argument(
+        "--judge",
+        metavar="SPEC",
+        help="also run the one-call LLM methods (all_at_once) with this chat model: local[:NAME], "
+        "gguf:PATH, anthropic[:MODEL] or module:attr",
+    )
     parser.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")
     parser.add_argument("--out", metavar="DIR", help="write trail.json and trail.txt into DIR")
     args = parser.parse_args(argv)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else None
     try:
-        result = benchmark(args.data, methods, seed=args.seed, limit=args.limit)
+        result = benchmark(
+            args.data, methods, seed=args.seed, limit=args.limit, chat_model=load_judge(args.judge)
+        )
     except (KeyError, ValueError, OSError) as exc:
         parser.exit(2, f"error: {exc}\n")
     text = _table(result)

@@ -21,7 +21,10 @@ best method's step accuracy is >= 10 points above the better of random and the t
 JSON keys (``whowhen.json`` under ``--out``, a list with one object per subset): ``subset``,
 ``n``, ``rows`` (name -> ``kind`` baseline|method, ``step``/``step_within_1``/``agent`` each
 ``{accuracy (%), ci95, hits, n}``; methods add ``ran``, ``uses_gold``, ``not_run_reasons``),
-``not_run`` (name -> ``{run: false, reason}``), ``target``, ``published_step_gpt4o``.
+``not_run`` (name -> ``{run: false, reason}``), ``target``, ``published_step_gpt4o``, ``judge``
+(the judge model's name, or null). With ``--judge SPEC`` the one-call LLM method ``all_at_once``
+runs too and its row adds ``llm_calls``, ``llm_tokens``, ``llm_errors`` (unreadable replies) and
+``seconds_per_call``; ``--limit N`` scores the first N logs of each subset (say so when reporting).
 """
 
 from __future__ import annotations
@@ -35,7 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.foreign.methods import not_run, runnable
+from langchain_core.language_models import BaseChatModel
+
+from benchmarks.foreign.methods import LLMFacts, load_judge, methods_for, not_run, with_progress
 from causal_middleware.attribution.base import Diagnosis, DiagnosisContext
 from causal_middleware.attribution.registry import get_diagnoser
 from causal_middleware.evaluation.stats import proportion_ci
@@ -164,37 +169,52 @@ def expected_random(cases: Sequence[Case]) -> dict[str, float]:
 
 
 def run_method(
-    name: str, cases: Sequence[Case], make: Callable[[str], Any] = get_diagnoser
+    name: str,
+    cases: Sequence[Case],
+    make: Callable[[str], Any] = get_diagnoser,
+    chat_model: BaseChatModel | None = None,
 ) -> tuple[list[Prediction], dict[str, Any]]:
     """Diagnose each case with the named (passive) method; the predictions and run facts."""
     diagnoser = make(name)
     predictions, ran, uses_gold, reasons = [], 0, False, set()
-    for case in cases:
-        context = DiagnosisContext(reference=case.trajectory.reference)
+    llm = LLMFacts()
+    for case in with_progress(cases, name, slow=chat_model is not None):
+        context = DiagnosisContext(reference=case.trajectory.reference, chat_model=chat_model)
         try:
             diagnosis = diagnoser.diagnose(case.trajectory, context)
         except Exception as exc:  # a method that cannot read a foreign trace: counted, not fatal
             diagnosis = Diagnosis.not_run(name, f"{type(exc).__name__}: {exc}")
+        llm.add(diagnosis)
         ran += diagnosis.ran
         uses_gold = uses_gold or diagnosis.uses_gold
         if not diagnosis.ran and diagnosis.reason:
             reasons.add(diagnosis.reason[:160])
         predictions.append(predict(case, diagnosis))
     facts = {"ran": ran, "n": len(cases), "uses_gold": uses_gold, "not_run_reasons": sorted(reasons)[:3]}
-    return predictions, facts
+    return predictions, {**facts, **llm.as_dict()}
 
 
-def benchmark(folder: str | Path, methods: Sequence[str] | None = None, seed: int = 0) -> dict[str, Any]:
-    """The table of one subset folder: every method and baseline, scored."""
-    cases = load_cases(folder)
+def benchmark(
+    folder: str | Path,
+    methods: Sequence[str] | None = None,
+    seed: int = 0,
+    *,
+    chat_model: BaseChatModel | None = None,
+    limit: int | None = None,
+) -> dict[str, Any]:
+    """The table of one subset folder: every method and baseline, scored (the first ``limit``
+    logs only, when given; with ``chat_model`` the one-call LLM methods run too)."""
+    cases = load_cases(folder)[:limit]
+    if not cases:
+        raise ValueError(f"no Who&When log under {folder}")
     rng = random.Random(seed)
     rows: dict[str, Any] = {}
     for baseline in BASELINES:
         rows[baseline] = {"kind": "baseline", **score(cases, [_baseline(baseline, c, rng) for c in cases])}
     rows["random"]["expected"] = expected_random(cases)
-    methods = list(methods) if methods is not None else runnable()
+    methods = methods_for(methods, chat_model)
     for method in methods:
-        predictions, facts = run_method(method, cases)
+        predictions, facts = run_method(method, cases, chat_model=chat_model)
         rows[method] = {"kind": "method", **facts, **score(cases, predictions)}
     subset = Path(folder).name
     return {
@@ -204,6 +224,8 @@ def benchmark(folder: str | Path, methods: Sequence[str] | None = None, seed: in
         "not_run": not_run(exclude=set(methods)),
         "target": _target(rows, expected_random(cases)),
         "published_step_gpt4o": PUBLISHED_STEP.get(subset, {}),
+        "judge": getattr(chat_model, "model_name", None)
+        or (type(chat_model).__name__ if chat_model else None),
     }
 
 
@@ -259,6 +281,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="comma-separated passive diagnosers (default: every one that runs offline)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random baseline's draw")
+    parser.add_argument("--limit", type=int, default=None, help="score only the first N logs of each subset")
+    parser.add_argument(
+        "--judge",
+        metavar="SPEC",
+        help="also run the one-call LLM methods (all_at_once) with this chat model: local[:NAME], "
+        "gguf:PATH, anthropic[:MODEL] or module:attr",
+    )
     parser.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")
     parser.add_argument("--out", metavar="DIR", help="write whowhen.json and whowhen.txt into DIR")
     args = parser.parse_args(argv)
@@ -267,8 +296,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.exit(2, f"error: Who&When data not found: {root}\n")
     folders = [root / s for s in SUBSETS if (root / s).is_dir()] or [root]
     methods = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else None
+    if args.limit is not None and args.limit < 1:
+        parser.exit(2, f"error: --limit must be a positive integer, got {args.limit}\n")
     try:
-        results = [benchmark(folder, methods, seed=args.seed) for folder in folders]
+        judge = load_judge(args.judge)
+        results = [
+            benchmark(folder, methods, seed=args.seed, chat_model=judge, limit=args.limit)
+            for folder in folders
+        ]
     except (KeyError, ValueError, OSError) as exc:
         parser.exit(2, f"error: {exc}\n")
     text = "\n\n".join(_table(result) for result in results)

@@ -34,7 +34,7 @@ from causal_middleware.attribution.text import coverage, terms
 from causal_middleware.faults.model import Stage
 from causal_middleware.spans.model import Status, Trajectory
 
-__all__ = ["InformationFlowDiagnoser", "claim_numbers", "message_text"]
+__all__ = ["InformationFlowDiagnoser", "claim_numbers", "message_stage", "message_steps", "message_text"]
 
 _LIST_MARKER = re.compile(r"(?m)^\s*(?:[-*#>]+\s*)?(?:step\s*)?\d+[.):]\s", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
@@ -48,6 +48,19 @@ def message_text(step: Any) -> str:
     """What a step said: an LLM's or tool's output, a node's output, an answer."""
     value = step.answer if step.kind == "answer" else getattr(step, "output", "")
     return value if isinstance(value, str) else "" if value is None else str(value)
+
+
+def message_steps(trajectory: Trajectory) -> list[Any]:
+    """The run's messages in order: steps with an output of their own (a node that holds other
+    steps is not one: its children are)."""
+    parents = {s.parent_step_id for s in trajectory.steps if s.parent_step_id}
+    return [
+        s
+        for s in trajectory.steps
+        if s.kind in _MESSAGE_KINDS
+        and message_text(s).strip()
+        and not (s.kind == "node" and s.step_id in parents)
+    ]
 
 
 def claim_numbers(text: str) -> set[str]:
@@ -74,14 +87,7 @@ class InformationFlowDiagnoser(Diagnoser):
     )
 
     def _diagnose(self, trajectory: Trajectory, context: DiagnosisContext) -> Diagnosis:
-        parents = {s.parent_step_id for s in trajectory.steps if s.parent_step_id}
-        messages = [
-            s
-            for s in trajectory.steps
-            if s.kind in _MESSAGE_KINDS
-            and message_text(s).strip()
-            and not (s.kind == "node" and s.step_id in parents)  # a node's message is its children's
-        ]
+        messages = message_steps(trajectory)
         if not messages:
             return Diagnosis.not_run(self.name, "the run records no message to trace (no step output)")
         texts = [message_text(s) for s in messages]
@@ -103,7 +109,7 @@ class InformationFlowDiagnoser(Diagnoser):
         step = messages[index]
         return Diagnosis(
             method=self.name,
-            stage=_stage(step.kind),
+            stage=message_stage(step.kind),
             hop=step.hop,
             step_id=step.step_id,
             node=step.node,
@@ -187,6 +193,7 @@ def _category(rule: str, unsupported: bool) -> str | None:
     return None
 
 
-def _stage(kind: str) -> Stage:
+def message_stage(kind: str) -> Stage:
+    """The stage a message of this step kind stands for."""
     stages: dict[str, Stage] = {"tool": "tool", "answer": "answer", "retrieval": "retrieval"}
     return stages.get(kind, "planning")

@@ -7,12 +7,16 @@ verdict by the one reply rule (:mod:`causal_middleware.prompts.reply`): the LAST
 object of the reply that has the expected shape, fenced or bare, with single quotes, Python
 literals (``True``/``None``) or trailing commas tolerated; as a last resort, for a reply with no
 ``{`` at all, ``key: value`` lines.
+
+Each prompt's reply schema (:func:`verdict_schema` and its siblings: hop numbers, step ids and
+stages as enums, strings bounded) goes with the call (``schema=``) and reaches the model through
+``with_structured_output``: a forced tool for Claude, a decoding grammar for the local model.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -21,6 +25,7 @@ from causal_middleware.attribution.base import DiagnosisCost
 from causal_middleware.faults.model import Stage
 from causal_middleware.prompts import has_keys, last_json
 from causal_middleware.prompts.llm import invoke_chat
+from causal_middleware.prompts.schema import JsonSchema, one_of, reply_schema, text, unit_number
 
 _KEY_VALUE = re.compile(r"^\s*[\"']?([A-Za-z_][\w ]*?)[\"']?\s*[:=]\s*(.+?)\s*,?\s*$", re.MULTILINE)
 _INT = re.compile(r"-?\d+")
@@ -45,11 +50,17 @@ _STAGE_WORDS: dict[str, Stage] = {
 
 
 def call(
-    model: BaseChatModel, system: str, user: str, cost: DiagnosisCost, *, max_calls: int | None = None
+    model: BaseChatModel,
+    system: str,
+    user: str,
+    cost: DiagnosisCost,
+    *,
+    max_calls: int | None = None,
+    schema: Mapping[str, object] | None = None,
 ) -> str:
-    """One chat call (:func:`~causal_middleware.prompts.llm.invoke_chat`) booked in ``cost``;
-    returns the reply text."""
-    reply = invoke_chat(model, system, user, calls_made=cost.llm_calls, max_calls=max_calls)
+    """One chat call (:func:`~causal_middleware.prompts.llm.invoke_chat`, ``schema`` the reply's
+    JSON schema) booked in ``cost``; returns the reply text."""
+    reply = invoke_chat(model, system, user, calls_made=cost.llm_calls, max_calls=max_calls, schema=schema)
     cost.llm_calls += 1
     cost.tokens += reply.total_tokens
     return reply.text
@@ -61,6 +72,60 @@ VERDICT = has_keys("hop", "stage", types={"hop": _SCALAR, "stage": _SCALAR})
 DELTA = has_keys("delta", "wrong", "missing")
 NODE_VERDICT = has_keys("output_carries", "input_carries")
 FINAL_VERDICT = has_keys("step", "hop", "stage", types={"step": _SCALAR, "hop": _SCALAR, "stage": _SCALAR})
+
+
+_STAGE_CHOICES = ("retrieval", "tool", "answer")
+
+
+def _hops(n_hops: int) -> JsonSchema:
+    return one_of([*range(1, n_hops + 1), None], "the root-cause hop number, or null")
+
+
+def verdict_schema(n_hops: int, *, hop_first: bool = False) -> JsonSchema:
+    """A judge's verdict on a run of ``n_hops`` hops (keys in the order its prompt lists them)."""
+    stage = one_of(_STAGE_CHOICES)
+    head: dict[str, JsonSchema] = (
+        {"hop": _hops(n_hops), "stage": stage} if hop_first else {"stage": stage, "hop": _hops(n_hops)}
+    )
+    return reply_schema(
+        "root_cause_verdict",
+        "The stage and hop where the failed run went wrong.",
+        {
+            **head,
+            "propagation": {"type": "boolean"},
+            "severity": unit_number(),
+            "root_cause": text(240, "one sentence"),
+        },
+    )
+
+
+def delta_schema() -> JsonSchema:
+    return reply_schema(
+        "answer_delta",
+        "How the actual answer differs from the expected one.",
+        {"delta": text(240, "one sentence"), "wrong": text(160), "missing": text(160)},
+    )
+
+
+def node_verdict_schema() -> JsonSchema:
+    return reply_schema(
+        "step_carries_delta",
+        "Whether one step's output and input carry the failure delta.",
+        {"output_carries": {"type": "boolean"}, "input_carries": {"type": "boolean"}, "reason": text(160)},
+    )
+
+
+def final_verdict_schema(step_ids: Iterable[str], n_hops: int) -> JsonSchema:
+    return reply_schema(
+        "root_cause_step",
+        "The root-cause step of the failed run.",
+        {
+            "step": one_of(step_ids),
+            "hop": _hops(n_hops),
+            "stage": one_of(_STAGE_CHOICES),
+            "root_cause": text(240, "one sentence"),
+        },
+    )
 
 
 def parse_object(text: str, accept: Callable[[Any], bool] | None = None) -> dict[str, Any]:

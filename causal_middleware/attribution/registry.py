@@ -1,7 +1,7 @@
 """Diagnosers by name: ``get_diagnoser("path_aware", audit=False)``, ``available()``.
 
 Names: ``rule``, ``coverage``, ``llm_judge``, ``frozen_hop``, ``suffix_regen``, ``holistic``,
-``holistic_llm``, ``iterative``, ``iterative_llm``, ``crs``, ``path_aware``, ``information_flow``. Register another
+``holistic_llm``, ``iterative``, ``iterative_llm``, ``crs``, ``path_aware``, ``information_flow``, ``all_at_once``. Register another
 with :func:`register` (a :class:`~causal_middleware.attribution.base.Diagnoser` subclass).
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from causal_middleware.attribution.all_at_once import AllAtOnceDiagnoser
 from causal_middleware.attribution.base import Diagnoser
 from causal_middleware.attribution.coverage import CoverageDiagnoser
 from causal_middleware.attribution.crs import CRSDiagnoser
@@ -49,6 +50,7 @@ for _cls in (
     CRSDiagnoser,
     PathAwareDiagnoser,
     InformationFlowDiagnoser,
+    AllAtOnceDiagnoser,
 ):
     register(_cls)
 

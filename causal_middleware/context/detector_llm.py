@@ -1,6 +1,9 @@
 """The dissatisfaction detector, LLM form: one call, the model lists the signals as JSON.
 
-The weighting and the escalation rule are applied by us, exactly as for the offline form.
+The weighting and the escalation rule are applied by us, exactly as for the offline form. The
+reply schema (:func:`detector_schema`) names the session's node ids and the signal types, so a
+schema-constrained model can only list signals of a known type on a node of this session; a bare
+list (``[]``) is read as the list of signals.
 """
 
 from __future__ import annotations
@@ -17,6 +20,15 @@ from causal_middleware.context.llm import (
 )
 from causal_middleware.context.signals import Detection, Signal, SignalType
 from causal_middleware.prompts import Fence
+from causal_middleware.prompts.schema import (
+    JsonSchema,
+    array_of,
+    object_of,
+    one_of,
+    reply_schema,
+    text,
+    unit_number,
+)
 
 SYSTEM = (
     "You review customer-support sessions of an AI agent and find evidence that the user was not "
@@ -34,6 +46,25 @@ Session {session_id}:
 
 Answer as {{"signals": [{{"type": "<type>", "turn": <int>, "node_id": "<node id>",
 "evidence": "<exact quote>", "confidence": <0..1>}}]}}; an empty list when the user was satisfied."""
+MAX_SIGNALS = 8
+
+
+def detector_schema(conversation: Conversation) -> JsonSchema:
+    """The detector reply's JSON schema for ``conversation``: its node ids, the signal types."""
+    signal = object_of(
+        {
+            "type": one_of([t.value for t in SignalType]),
+            "turn": {"type": "integer"},
+            "node_id": one_of([n.id for n in conversation.nodes]),
+            "evidence": text(200, "an exact quote from the session"),
+            "confidence": unit_number(),
+        }
+    )
+    return reply_schema(
+        "dissatisfaction_signals",
+        "The dissatisfaction signals found in the session (empty when the user was satisfied).",
+        {"signals": array_of(signal, MAX_SIGNALS)},
+    )
 
 
 def detect_llm(conversation: Conversation, model: BaseChatModel | None) -> Detection:
@@ -53,6 +84,8 @@ def detect_llm(conversation: Conversation, model: BaseChatModel | None) -> Detec
         ),
         keys=("signals",),
         fence=fence,
+        schema=detector_schema(conversation),
+        list_key="signals",
     )
     raw = require(data, "signals", list, "detector")
     node_turns = {n.id: n.turn for n in conversation.nodes}

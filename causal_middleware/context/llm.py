@@ -4,16 +4,20 @@ Prompts carry the session as fenced data (:func:`fenced_transcript`, a
 :class:`~causal_middleware.prompts.Fence` per prompt) and go out through
 :func:`~causal_middleware.prompts.llm.invoke_chat` (redacted, reply text blocks only);
 the answer is read by the one reply rule (:mod:`causal_middleware.prompts.reply`): the LAST
-top-level JSON object of the reply, preferring the last one that holds an expected key.
+top-level JSON object of the reply, preferring the last one that holds an expected key. Each
+stage declares its reply's JSON schema (``schema=``), which reaches the model through
+``with_structured_output`` (a forced tool for Claude, a decoding grammar for the local model);
+the reply is read by the same rule either way, so a model that cannot take a schema still works.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 
-from causal_middleware.prompts import Fence, has_keys, last_json
+from causal_middleware.prompts import Fence, has_keys, last_json, top_level_values
 from causal_middleware.prompts.llm import invoke_chat
 
 if TYPE_CHECKING:
@@ -26,25 +30,47 @@ class LLMResponseError(ValueError):
     """The model's answer was not the JSON the prompt asked for."""
 
 
-def parse_json_object(text: str, keys: tuple[str, ...] = ()) -> dict[str, Any]:
+def parse_json_object(
+    text: str, keys: tuple[str, ...] = (), *, list_key: str | None = None
+) -> dict[str, Any]:
     """The answer's JSON object (bare, fenced, or surrounded by prose): the LAST top-level object
-    holding one of ``keys``, else the last top-level object (so :func:`require` can name the
-    missing key). LLMResponseError when there is none."""
-    for accept in ((has_keys(*keys),) if keys else ()) + (lambda value: isinstance(value, dict),):
+    holding one of ``keys``; else, with ``list_key``, the last top-level list of objects (or the
+    empty list) as ``{list_key: list}`` (small models answer ``[]`` for ``{"signals": []}``); else
+    the last top-level object (so :func:`require` can name the missing key). LLMResponseError
+    when there is none."""
+    if keys:
         try:
-            return dict(last_json(text, accept, objects_only=True))
+            return dict(last_json(text, has_keys(*keys), objects_only=True))
         except ValueError:
-            continue
+            pass
+    if list_key is not None:
+        for value in reversed(top_level_values(text)):
+            if isinstance(value, list) and all(isinstance(item, dict) for item in value):
+                return {list_key: value}
+    try:
+        return dict(last_json(text, lambda value: isinstance(value, dict), objects_only=True))
+    except ValueError:
+        pass
     excerpt = text.strip().replace("\n", " ")[:200]
     raise LLMResponseError(f"expected a JSON object in the model's answer, got: {excerpt!r}")
 
 
 def ask_json(
-    model: BaseChatModel, system: str, prompt: str, *, keys: tuple[str, ...] = (), fence: Fence | None = None
+    model: BaseChatModel,
+    system: str,
+    prompt: str,
+    *,
+    keys: tuple[str, ...] = (),
+    fence: Fence | None = None,
+    schema: Mapping[str, object] | None = None,
+    list_key: str | None = None,
 ) -> dict[str, Any]:
     """One model call (``system`` gets the untrusted-data rule of ``fence``; both messages are
-    redacted); the answer must contain a JSON object, preferably one with one of ``keys``."""
-    return parse_json_object(invoke_chat(model, system, prompt, fence=fence).text, keys)
+    redacted; ``schema`` is the reply's JSON schema, asked for through ``with_structured_output``);
+    the answer must contain a JSON object, preferably one with one of ``keys``
+    (:func:`parse_json_object`, ``list_key`` as there)."""
+    reply = invoke_chat(model, system, prompt, fence=fence, schema=schema)
+    return parse_json_object(reply.text, keys, list_key=list_key)
 
 
 def fenced_transcript(conversation: Conversation, fence: Fence, limit: int = 400) -> str:

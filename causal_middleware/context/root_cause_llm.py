@@ -1,4 +1,11 @@
-"""Root cause, LLM forms: holistic (one call) and the iterative per-node baseline (N+2 calls)."""
+"""Root cause, LLM forms: holistic (one call) and the iterative per-node baseline (N+2 calls).
+
+Each call declares its reply schema (node ids and categories as enums, strings bounded, the
+attributions last so a reply cut at the output limit has already named the root); the reply is
+read tolerantly: attribution keys that name no node of the session are dropped, a missing
+``attributions`` object leaves the root alone with the whole score. A root that names no node, an
+unknown category or a non-numeric score is an :class:`LLMResponseError`.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +27,14 @@ from causal_middleware.context.root_cause import Attribution, ContextDiagnosis, 
 from causal_middleware.context.signals import Detection
 from causal_middleware.context.workspace import component_type
 from causal_middleware.prompts import Fence
+from causal_middleware.prompts.schema import (
+    JsonSchema,
+    nullable,
+    one_of,
+    reply_schema,
+    text,
+    unit_number,
+)
 
 SYSTEM = (
     "You debug the context of an AI agent (system prompt, tool descriptions, skill files, knowledge "
@@ -36,9 +51,8 @@ HOLISTIC = """Session {session_id} (nodes in order; the user complains at node {
 3. Give every node that contributed an attribution score; scores sum to 1.
 Categories: {categories}.
 Answer as {{"expected": "...", "got": "..." or null, "root_node_id": "<id>",
-"attributions": {{"<id>": <score>, ...}}, "category": "<category>",
-"component_path": "<workspace path of the faulty source, e.g. kb/x.md, skills/y/SKILL.md,
-tools/z.md, system_prompt.md>" or null}}"""
+"category": "<category>", "component_path": "<workspace path of the faulty source, e.g. kb/x.md,
+skills/y/SKILL.md, tools/z.md, system_prompt.md>" or null, "attributions": {{"<id>": <score>, ...}}}}"""
 
 DELTA = """Session {session_id}:
 {transcript}
@@ -57,6 +71,66 @@ Nodes:
 
 Pick the root node. Categories: {categories}. Answer as {{"root_node_id": "<id>",
 "category": "<category>", "component_path": "<path>" or null}}."""
+
+
+def _expected() -> JsonSchema:
+    return text(160, "what the user expected")
+
+
+def _got() -> JsonSchema:
+    return nullable(text(160, "what the agent produced"))
+
+
+def _root(conversation: Conversation) -> JsonSchema:
+    return one_of([n.id for n in conversation.nodes], "the node where the faulty content entered")
+
+
+def _category() -> JsonSchema:
+    return one_of([*(c.value for c in FaultCategory), None])
+
+
+def _path() -> JsonSchema:
+    return nullable(text(120, "workspace path of the faulty source"))
+
+
+def holistic_schema(conversation: Conversation) -> JsonSchema:
+    """The holistic reply: the delta, the root, its category and path, per-node scores."""
+    return reply_schema(
+        "context_root_cause",
+        "Where the faulty content entered the session.",
+        {
+            "expected": _expected(),
+            "got": _got(),
+            "root_node_id": _root(conversation),
+            "category": _category(),
+            "component_path": _path(),
+            "attributions": {"type": "object", "additionalProperties": {"type": "number", "minimum": 0}},
+        },
+    )
+
+
+def delta_schema() -> JsonSchema:
+    return reply_schema(
+        "context_delta",
+        "What the user expected and what the agent produced.",
+        {"expected": _expected(), "got": _got()},
+    )
+
+
+def node_schema() -> JsonSchema:
+    return reply_schema(
+        "context_node_score",
+        "How likely this node is where the faulty content entered.",
+        {"score": unit_number(), "reason": text(160)},
+    )
+
+
+def final_schema(conversation: Conversation) -> JsonSchema:
+    return reply_schema(
+        "context_root_pick",
+        "The root node, its fault category and the faulty source's path.",
+        {"root_node_id": _root(conversation), "category": _category(), "component_path": _path()},
+    )
 
 
 def diagnose_llm(
@@ -101,13 +175,13 @@ def _holistic(conversation: Conversation, fp: FailurePoint, model: BaseChatModel
         ),
         keys=("root_node_id", "attributions"),
         fence=fence,
+        schema=holistic_schema(conversation),
     )
     delta = _delta(data, fp)
     root = _node_id(conversation, require(data, "root_node_id", str, "root cause"), "root_node_id")
-    raw = require(data, "attributions", dict, "root cause")
-    scores = {
-        _node_id(conversation, k, "attributions"): _number(v, f"attributions[{k!r}]") for k, v in raw.items()
-    }
+    raw = require(data, "attributions", dict, "root cause") if "attributions" in data else {}
+    ids = {n.id for n in conversation.nodes}
+    scores = {k: _number(v, f"attributions[{k!r}]") for k, v in raw.items() if k in ids}
     return _result(conversation, fp, data, "holistic", root, scores, delta, calls=1)
 
 
@@ -123,6 +197,7 @@ def _iterative(conversation: Conversation, fp: FailurePoint, model: BaseChatMode
         ),
         keys=("expected", "got"),
         fence=fence,
+        schema=delta_schema(),
     )
     delta = _delta(data, fp)
     scores: dict[str, float] = {}
@@ -144,6 +219,7 @@ def _iterative(conversation: Conversation, fp: FailurePoint, model: BaseChatMode
             ),
             keys=("score",),
             fence=fence,
+            schema=node_schema(),
         )
         scores[node.id] = _number(
             require(answer, "score", (int, float), f"node {node.id}"), f"node {node.id} score"
@@ -162,6 +238,7 @@ def _iterative(conversation: Conversation, fp: FailurePoint, model: BaseChatMode
         ),
         keys=("root_node_id",),
         fence=fence,
+        schema=final_schema(conversation),
     )
     root = _node_id(conversation, require(final, "root_node_id", str, "final pick"), "root_node_id")
     return _result(

@@ -7,10 +7,21 @@ the reply's text blocks and its token usage. :func:`reply_usage` is the one plac
 counted: the provider's ``usage_metadata``, else ``response_metadata`` (``usage`` or
 ``token_usage``, Anthropic's or OpenAI's key names), else an estimate (whitespace words of the
 prompt and the reply) flagged as such. A call that raises books nothing; the exception propagates.
+
+With ``schema`` (a JSON schema, :mod:`~causal_middleware.prompts.schema`) the call asks for a
+structured reply the standard LangChain way, ``model.with_structured_output(schema,
+include_raw=True)``: a tool-calling model (Claude) gets the schema as a forced tool and answers with
+its arguments; the local llama.cpp model constrains its decoding to the schema's grammar. The reply
+text is the text blocks followed by the first tool call's arguments as JSON, so the role's parser
+(the LAST top-level value of the expected shape) reads the schema-shaped value. A model without
+structured output (``with_structured_output`` raises ``NotImplementedError``: no ``bind_tools``) is
+called plainly; the prompt still describes the JSON.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
 from langchain_core.language_models import BaseChatModel
@@ -35,6 +46,7 @@ class ChatReply(BaseModel):
     output_tokens: int = 0
     usage_estimated: bool = Field(default=False, description="the model reported no usage: words counted")
     truncated: bool = Field(default=False, description="the model stopped at its output-token limit")
+    structured: bool = Field(default=False, description="the reply schema reached the model")
 
     @property
     def total_tokens(self) -> int:
@@ -49,14 +61,19 @@ def invoke_chat(
     fence: Fence | None = None,
     calls_made: int = 0,
     max_calls: int | None = None,
+    schema: Mapping[str, object] | None = None,
 ) -> ChatReply:
-    """One chat call; :class:`BudgetExceeded` when ``calls_made`` already reached ``max_calls``."""
+    """One chat call; :class:`BudgetExceeded` when ``calls_made`` already reached ``max_calls``.
+    ``schema``: the JSON schema of the reply, asked for through ``with_structured_output``."""
     if max_calls is not None and calls_made >= max_calls:
         raise BudgetExceeded(f"LLM call budget {max_calls} reached")
     if fence is not None:
         system = fence.system(system)
-    message = model.invoke(outgoing_messages(system, user))
+    message, structured = _send(model, outgoing_messages(system, user), schema)
     text = reply_text(message)
+    arguments = _first_tool_arguments(message) if structured else None
+    if arguments is not None:
+        text = f"{text}\n{arguments}".strip()
     reported = reply_usage(message)
     if reported is None:
         input_tokens, output_tokens = len(system.split()) + len(user.split()), len(text.split())
@@ -70,7 +87,35 @@ def invoke_chat(
         output_tokens=output_tokens,
         usage_estimated=reported is None,
         truncated=stop in _TRUNCATED,
+        structured=structured,
     )
+
+
+def _send(
+    model: BaseChatModel, messages: Sequence[BaseMessage], schema: Mapping[str, object] | None
+) -> tuple[BaseMessage, bool]:
+    """The model's reply message, and whether it was asked for ``schema``."""
+    if schema is None:
+        return model.invoke(list(messages)), False
+    try:
+        runnable = model.with_structured_output(dict(schema), include_raw=True)
+    except NotImplementedError:  # no structured output (no bind_tools): the prompt alone asks
+        return model.invoke(list(messages)), False
+    out = runnable.invoke(list(messages))
+    raw = out.get("raw") if isinstance(out, dict) else out
+    if not isinstance(raw, BaseMessage):
+        raise TypeError(
+            f"{type(model).__name__}.with_structured_output(include_raw=True) returned no raw message"
+        )
+    return raw, True
+
+
+def _first_tool_arguments(message: BaseMessage) -> str | None:
+    """The first tool call's arguments as JSON (a structured reply by forced tool use), else None."""
+    calls = getattr(message, "tool_calls", None) or []
+    if not calls or not isinstance(calls[0].get("args"), dict):
+        return None
+    return json.dumps(calls[0]["args"], ensure_ascii=False)
 
 
 def reply_text(message: object) -> str:

@@ -20,6 +20,7 @@ coerces one into the other); a recorded call of a one-argument tool whose input 
 from __future__ import annotations
 
 import contextvars
+import copy
 import json
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
@@ -167,7 +168,8 @@ class ForkPolicy:
             self.served.append(
                 ServedCall(name=name, args=live, matched_by="args", recorded_step=call.langgraph_step)
             )
-            return call.output
+        # the agent gets its own copy: the recorded output belongs to the parent's trajectory
+        return copy.deepcopy(call.output)
 
     def note_executed(self, name: str) -> None:
         """Record that a side-effecting call really ran (``allow_side_effects=True``)."""

@@ -100,8 +100,21 @@ CAUSAL_REPAIR_EXPLANATION = "causal.repair.explanation"
 CAUSAL_DIAGNOSIS_METHOD = "causal.diagnosis.method"
 
 
+_INDEXED: dict[tuple[str, tuple[int, ...]], str] = {}
+
+
 def indexed(template: str, *indices: int) -> str:
     """Fill the ``N`` (then ``M``) placeholders of a templated attribute name."""
+    key = (template, indices)
+    name = _INDEXED.get(key)
+    if name is None:
+        name = _fill(template, indices)
+        if len(_INDEXED) < 16_384:  # names repeat on every span: documents 0..k, messages 0..k
+            _INDEXED[key] = name
+    return name
+
+
+def _fill(template: str, indices: tuple[int, ...]) -> str:
     parts = template.split(".")
     it = iter(indices)
     out = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import pickle
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -18,7 +19,7 @@ from causal_middleware.spans.builder import RunFacts, datetime_from_ns
 from causal_middleware.spans.model import Lineage, Outcome, Trajectory
 from causal_middleware.spans.record import SpanRecord
 from causal_middleware.store.base import RunSummary, StoreError
-from causal_middleware.store.stitch import is_stitched, stitch_from_store
+from causal_middleware.store.stitch import is_stitched, lent_parent, stitch_from_store
 
 
 class StoredRecord(BaseModel):
@@ -204,6 +205,10 @@ class TrajectoryCache:
     trajectory under the run's version and, for a fork, the stitched one under the versions of
     the fork's ancestors, so a fork read again costs one unpickle instead of a rebuild, a parent
     read and a stitch. Thread-safe.
+
+    It also remembers (weakly, the last ``size``) which trajectory objects it handed out, for which
+    run and versions: a parent lent back through ``stitch.lend_parent`` is stitched onto only when
+    it is one of them, still current.
     """
 
     def __init__(self, size: int = 64) -> None:
@@ -212,6 +217,26 @@ class TrajectoryCache:
             OrderedDict()
         )
         self._lock = threading.Lock()
+        # id of a handed-out trajectory -> (a weak reference to it, run id, versions it was read at)
+        self._issued: OrderedDict[int, tuple[weakref.ref[Trajectory], str, tuple[int | None, ...]]] = (
+            OrderedDict()
+        )
+
+    def issue(self, trajectory: Trajectory, run_id: str, versions: tuple[int | None, ...]) -> Trajectory:
+        """Note that ``trajectory`` goes out as ``run_id`` read at ``versions`` (its own version,
+        then its ancestors'); returns it."""
+        with self._lock:
+            self._issued[id(trajectory)] = (weakref.ref(trajectory), run_id, versions)
+            self._issued.move_to_end(id(trajectory))
+            while len(self._issued) > self._size:
+                self._issued.popitem(last=False)
+        return trajectory
+
+    def was_issued(self, trajectory: Trajectory, run_id: str, versions: tuple[int | None, ...]) -> bool:
+        """Whether this cache handed out ``trajectory`` itself as ``run_id`` read at ``versions``."""
+        with self._lock:
+            entry = self._issued.get(id(trajectory))
+        return entry is not None and entry[0]() is trajectory and entry[1:] == (run_id, versions)
 
     def own(self, run_id: str, version: int) -> Trajectory | None:
         with self._lock:
@@ -274,15 +299,26 @@ def read_trajectory(
         own = build()
         cache.put_own(run_id, version, own)
     if own.lineage is None or own.lineage.fork_step is None or is_stitched(own):
-        return own
+        return cache.issue(own, run_id, (version,))
     ancestors = ancestor_versions(own)
     hit = cache.stitched(run_id, version, ancestors)
     if hit is not None:
-        return hit
-    stitched = stitch_from_store(get_trajectory, own)
+        return cache.issue(hit, run_id, (version, *ancestors))
+    parent_id = own.lineage.parent_run_id
+    lent = lent_parent(parent_id)
+    reader = get_trajectory
+    # the parent the forker already holds, when it is what this cache handed out at the
+    # versions the stitch is cached under: no second read of the parent
+    if lent is not None and cache.was_issued(lent, parent_id, ancestors):
+        held = lent
+
+        def reader(wanted: str) -> Trajectory:
+            return held if wanted == parent_id else get_trajectory(wanted)
+
+    stitched = stitch_from_store(reader, own)
     if stitched is not own:
         cache.put_stitched(run_id, version, ancestors, stitched)
-    return stitched
+    return cache.issue(stitched, run_id, (version, *ancestors))
 
 
 # The listing's summary columns of the ``runs`` table, in the order :func:`summary_from_row` reads

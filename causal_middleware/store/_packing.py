@@ -25,6 +25,8 @@ from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
 from causal_middleware.spans import attributes as A
+from causal_middleware.spans.record import SpanRecord
+from causal_middleware.store.base import StoreError
 
 BLOB_MIN_CHARS = 256
 PACK_MIN_BYTES = 300
@@ -166,6 +168,7 @@ _TEMPLATE_RE = re.compile(
     + ")$"
 )
 _encoded_keys: dict[str, str] = {}
+_codes_of: dict[tuple[str, ...], tuple[str, ...]] = {}  # a span's attribute names -> their codes
 _decoded_keys: dict[str, str] = {}
 
 
@@ -230,6 +233,19 @@ def _inflate(data: bytes) -> bytes:
     return unpacker.decompress(data[1:]) + unpacker.flush()
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def compact_json(value: Any, column: str, span: SpanRecord) -> str:
+    """``_common.dumps`` (compact JSON, or a StoreError naming the span's ``column``) with one
+    encoder built once instead of one per call: the write path encodes every span's columns."""
+    try:
+        return _COMPACT.encode(value)
+    except (TypeError, ValueError) as exc:
+        where = f"{column} of span {span.span_id} of trace {span.trace_id}"
+        raise StoreError(f"{where} is not JSON-serialisable: {exc}") from exc
+
+
 def pack_json(text: str) -> str | bytes:
     """A JSON column: as text when short, else deflated against the dictionary."""
     data = text.encode()
@@ -267,16 +283,23 @@ def lift_blobs(
 ) -> dict[str, Any]:
     """``attributes`` with each string of ``min_chars`` or more replaced by its blob reference;
     the blobs not in ``known`` (already stored) are added to ``blobs``."""
-    out: dict[str, Any] = {}
-    for key, value in attributes.items():
-        if isinstance(value, str) and len(value) >= min_chars:
-            digest = blob_digest(value.encode("utf-8", "surrogatepass"))
-            if digest not in known and digest not in blobs:
-                blobs[digest] = blob_value(value)
-            out[encode_key(key)] = {BLOB_KEY: digest}
-        else:
-            out[encode_key(key)] = value
-    return out
+    # one call per span the store writes: the spans of one kind share their names (in order), so
+    # the coded names come from one lookup, and only the rare long strings are looked at one by one
+    names = tuple(attributes)
+    codes = _codes_of.get(names)
+    if codes is None:
+        codes = tuple(encode_key(key) for key in names)
+        if len(_codes_of) < 4096:
+            _codes_of[names] = codes
+    values = list(attributes.values())
+    long_at = [i for i, v in enumerate(values) if isinstance(v, str) and len(v) >= min_chars]
+    for i in long_at:
+        value = values[i]
+        digest = hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+        if digest not in known and digest not in blobs:
+            blobs[digest] = blob_value(value)
+        values[i] = {BLOB_KEY: digest}
+    return dict(zip(codes, values, strict=True))
 
 
 def blob_refs(attributes: Mapping[str, Any]) -> Iterable[str]:

@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 from urllib.parse import quote
 
 from causal_middleware.spans.builder import (
@@ -73,12 +73,14 @@ from causal_middleware.store._common import (
 )
 from causal_middleware.store._labels import label_texts
 from causal_middleware.store._packing import (
+    BLOB_KEY,
     RESOURCE_PREFIX,
     blob_refs,
     blob_text,
+    compact_json,
+    decode_key,
     lift_blobs,
     pack_json,
-    restore_blobs,
     unpack_json,
 )
 from causal_middleware.store.base import (
@@ -280,6 +282,44 @@ _SPAN_COLUMNS = (
     "trace_id, span_id, parent_span_id, name, kind, start_time_ns, end_time_ns, status_code, status_message, "
     "attributes, events, links, resource, scope"
 )
+
+
+_NAMES: dict[tuple[str, ...], tuple[str, ...]] = {}  # a stored attribute key set -> its names
+
+
+def _restore(attributes: dict[str, Any], texts: Mapping[str, str]) -> dict[str, Any]:
+    """``restore_blobs(attributes, texts)``, with the names of each distinct stored key set decoded
+    once (spans of one kind share their keys): names decoded, blob references replaced by their
+    text, a missing blob left a reference."""
+    keys = tuple(attributes)
+    names = _NAMES.get(keys)
+    if names is None:
+        names = tuple(decode_key(k) for k in keys)
+        if len(_NAMES) < 4096:
+            _NAMES[keys] = names
+    values = [
+        texts[v[BLOB_KEY]] if isinstance(v, dict) and len(v) == 1 and v.get(BLOB_KEY) in texts else v
+        for v in attributes.values()
+    ]
+    return dict(zip(names, values, strict=True))
+
+
+def _json_list(value: Any, parse: Callable[[Any], Any]) -> Any:
+    """A stored events/links column; the usual empty list without a JSON parse."""
+    return [] if value == "[]" else parse(value)
+
+
+def _resource(text: str, parsed: dict[str, Any]) -> dict[str, Any]:
+    """The resource of one decoded span. A flat resource (the usual: strings and numbers) is
+    parsed once per read and each span gets its own copy of the dict (validation copies it); a
+    nested one is parsed per span, so no two spans share a list."""
+    hit = parsed.get(text)
+    if hit is not None:
+        return cast(dict[str, Any], hit)
+    value = json.loads(text)
+    if isinstance(value, dict) and not any(isinstance(v, dict | list) for v in value.values()):
+        parsed[text] = value
+    return cast(dict[str, Any], value)
 
 
 def migrate(conn: sqlite3.Connection, path: str = "<connection>") -> int:
@@ -538,21 +578,23 @@ class SqliteSpanStore(SpanStore):
         last_resource: dict[str, Any] | None = None
         resource_json = "{}"
         in_batch: dict[str, tuple[dict[str, SpanFacts], dict[str, SpanRecord]]] = {}
+        known = self._known_blobs
         for r in records:  # encode everything first: a bad span aborts before any write
-            where = f"span {r.span_id} of trace {r.trace_id}"
-            attributes = dumps(lift_blobs(r.attributes, blobs, self._known_blobs), f"attributes of {where}")
-            events = dumps([e.model_dump() for e in r.events], f"events of {where}") if r.events else "[]"
-            links = dumps([link.model_dump() for link in r.links], f"links of {where}") if r.links else "[]"
-            if r.resource != last_resource:  # a run's spans share one resource: encoded once
-                last_resource, resource_json = r.resource, dumps(r.resource, f"resource of {where}")
+            attributes = compact_json(lift_blobs(r.attributes, blobs, known), "attributes", r)
+            events = compact_json([e.model_dump() for e in r.events], "events", r) if r.events else "[]"
+            links = compact_json([link.model_dump() for link in r.links], "links", r) if r.links else "[]"
+            if r.resource is not last_resource and r.resource != last_resource:
+                last_resource, resource_json = r.resource, compact_json(r.resource, "resource", r)
             resource = resources.get(resource_json)
             if resource is None:  # a run's spans share one resource: one blob, a digest per row
-                refs = list(blob_refs(lift_blobs({"": resource_json}, blobs, self._known_blobs, min_chars=3)))
+                refs = list(blob_refs(lift_blobs({"": resource_json}, blobs, known, min_chars=3)))
                 resource = resources[resource_json] = RESOURCE_PREFIX + refs[0] if refs else resource_json
             facts = span_facts(r)
-            in_batch.setdefault(r.trace_id, ({}, {}))
-            in_batch[r.trace_id][0][r.span_id] = facts
-            in_batch[r.trace_id][1][r.span_id] = r
+            run_batch = in_batch.get(r.trace_id)
+            if run_batch is None:
+                run_batch = in_batch[r.trace_id] = ({}, {})
+            run_batch[0][r.span_id] = facts
+            run_batch[1][r.span_id] = r
             rows.append(
                 (
                     r.trace_id,
@@ -756,6 +798,7 @@ class SqliteSpanStore(SpanStore):
         if wanted:
             with self._lock, self._reading("reading stored values"):
                 texts = self._blob_texts(wanted) if self._has_blobs() else {}
+        resources: dict[str, Any] = {}  # a run's spans share one resource: parsed once
         out = []
         for row, attributes in decoded:
             resource = row["resource"]
@@ -773,10 +816,10 @@ class SqliteSpanStore(SpanStore):
                         "end_time_ns": row["end_time_ns"],
                         "status_code": row["status_code"],
                         "status_message": row["status_message"],
-                        "attributes": restore_blobs(attributes, texts),
-                        "events": unpack_json(row["events"]),
-                        "links": json.loads(row["links"]),
-                        "resource": json.loads(resource),
+                        "attributes": _restore(attributes, texts),
+                        "events": _json_list(row["events"], unpack_json),
+                        "links": _json_list(row["links"], json.loads),
+                        "resource": _resource(resource, resources),
                         "scope": row["scope"],
                     }
                 )

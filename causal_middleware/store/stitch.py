@@ -23,13 +23,18 @@ counterfactual run, which is what diagnosers compare against the original:
 ``run_id``, status, outcome, labels, lineage, times and ``cost`` stay the fork's own (cost is
 what the fork really spent); ``input`` and ``reference`` fall back to the parent's.
 Pure functions over :class:`Trajectory`: stores call :func:`stitch_from_store` when they read a
-run that has lineage.
+run that has lineage. A forker that already holds the parent (as the store gave it out) names it
+with :func:`lend_parent` around its read of the fork, so the store stitches onto that object
+instead of reading the parent again (the stores of ``_common`` use it only when it is the very
+object they handed out for the parent's current version).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from causal_middleware.spans.builder import hop_sub_query
@@ -52,6 +57,8 @@ __all__ = [
     "documents_in",
     "executed_node_steps",
     "is_stitched",
+    "lend_parent",
+    "lent_parent",
     "own_steps",
     "stitch_fork",
     "stitch_from_store",
@@ -65,6 +72,28 @@ FROZEN = "causal.node.frozen"
 STITCHED = "causal.replay.stitched"
 HOPS_OFFSET_LABEL = "replay.hops_offset"
 BRANCH_CHECKPOINT_LABEL = "replay.branch_checkpoint_id"
+
+
+_LENT: ContextVar[Trajectory | None] = ContextVar("causal_mw_lent_parent", default=None)
+
+
+@contextmanager
+def lend_parent(parent: Trajectory) -> Iterator[None]:
+    """While active (in this thread or task), a store stitching a fork of ``parent.run_id`` may
+    stitch onto ``parent`` instead of reading the parent again. ``parent`` must be a trajectory the
+    store returned and nobody has modified since; a store that did not hand out this very object
+    for the parent's current version (or that is not one of the cached stores) ignores it."""
+    token = _LENT.set(parent)
+    try:
+        yield
+    finally:
+        _LENT.reset(token)
+
+
+def lent_parent(run_id: str | None) -> Trajectory | None:
+    """The trajectory lent for ``run_id`` by an enclosing :func:`lend_parent`, if any."""
+    lent = _LENT.get()
+    return lent if lent is not None and run_id is not None and lent.run_id == run_id else None
 
 
 def is_stitched(trajectory: Trajectory) -> bool:
@@ -256,6 +285,7 @@ def stitch_fork(parent: Trajectory, own: Trajectory) -> Trajectory:
     base = fork_hop or 0
     seen_own_hop = False
     own_hop_of: dict[int, int] = {}
+    recorded: _Recorded | None = None  # built on the first frozen node: an index of the parent
     for s in own.steps:
         copy = s.model_copy()
         if copy.hop is not None:
@@ -267,7 +297,8 @@ def stitch_fork(parent: Trajectory, own: Trajectory) -> Trajectory:
             copy.hop = fork_hop
         steps.append(copy)
         if copy.kind == "node" and copy.attributes.get(FROZEN):
-            steps.extend(_frozen_children(parent, copy))
+            recorded = recorded or _Recorded(parent)
+            steps.extend(_frozen_children(recorded, copy))
 
     if lineage.mode == "replay" and not own.steps:
         steps.extend(
@@ -295,22 +326,34 @@ def stitch_fork(parent: Trajectory, own: Trajectory) -> Trajectory:
     )
 
 
-def _descendants(trajectory: Trajectory, step_id: str) -> list[Any]:
-    ids = {step_id}
-    out = []
-    for s in trajectory.steps:  # start order: parents come before their children
-        if s.parent_step_id in ids:
-            ids.add(s.step_id)
-            out.append(s)
-    return out
+class _Recorded:
+    """The parent's root node steps by ``(node, langgraph_step)`` (the first of each) and every
+    step's descendants, in start order: what a frozen node's copied children are, found in one
+    pass over the parent instead of one per frozen node.
+
+    A step is a descendant of ``a`` when its parent is ``a``, or its parent is a descendant of
+    ``a`` that started before it (start order: parents come before their children)."""
+
+    def __init__(self, parent: Trajectory) -> None:
+        self.run_id = parent.run_id
+        self.node_steps: dict[tuple[str | None, int | None], NodeStep] = {}
+        self.descendants: dict[str, list[Any]] = {}
+        above: dict[str, list[str]] = {}  # step id -> its ancestors through earlier steps
+        for s in parent.steps:
+            if s.kind == "node" and at_root(s):
+                self.node_steps.setdefault((s.node, s.langgraph_step), s)
+            chain = [] if s.parent_step_id is None else [s.parent_step_id, *above.get(s.parent_step_id, ())]
+            above[s.step_id] = chain
+            for ancestor in chain:
+                self.descendants.setdefault(ancestor, []).append(s)
 
 
-def _frozen_children(parent: Trajectory, frozen: NodeStep) -> list[Any]:
-    recorded = _find_fork_step(parent, frozen.node, frozen.langgraph_step)
+def _frozen_children(parent: _Recorded, frozen: NodeStep) -> list[Any]:
+    recorded = parent.node_steps.get((frozen.node, frozen.langgraph_step))
     if recorded is None:
         return []
     out = []
-    for s in _descendants(parent, recorded.step_id):
+    for s in parent.descendants.get(recorded.step_id, ()):
         if s.kind == "decision":  # routers run live even for frozen nodes: the fork has its own
             continue
         copy = _tagged(s, FROZEN_COPY, parent.run_id)
@@ -326,9 +369,13 @@ def _rebuild_hops(
 ) -> list[Hop]:
     parent_hops = {h.index: h for h in parent.hops}
     own_hops = {h.index: h for h in own.hops}
+    by_hop: dict[int, list[Any]] = {}
+    for s in steps:
+        if s.hop is not None:
+            by_hop.setdefault(s.hop, []).append(s)
     out = []
-    for index in sorted({s.hop for s in steps if s.hop is not None}):
-        hop_steps = [s for s in steps if s.hop == index]
+    for index in sorted(by_hop):
+        hop_steps = by_hop[index]
         inherited_only = all(s.attributes.get(INHERITED) or s.attributes.get(REPLAYED) for s in hop_steps)
         own_only = all(
             not (s.attributes.get(INHERITED) or s.attributes.get(REPLAYED) or s.attributes.get(INTERVENED))

@@ -22,6 +22,7 @@ from causal_middleware.retrieval.langchain import document_id as _core_document_
 from causal_middleware.spans import attributes as A
 from causal_middleware.spans.attributes import indexed
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "function": "function"}
 
 
@@ -60,11 +61,27 @@ def _stringify_keys(value: Any) -> Any:
     return value
 
 
+# json.dumps(value, default=_default, ensure_ascii=False), built once: dumps builds an encoder per
+# call, and the handler encodes some 60 values per run on the agent's thread
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=_default)
+_KEY_JSON: dict[str, str] = {}
+
+
+def key_json(key: str) -> str:
+    """``json.dumps(key, ensure_ascii=False)``, cached (state keys repeat on every node start)."""
+    text = _KEY_JSON.get(key)
+    if text is None:
+        text = json.dumps(key, ensure_ascii=False)
+        if len(_KEY_JSON) < 4096:
+            _KEY_JSON[key] = text
+    return text
+
+
 def to_json(value: Any) -> str:
     """JSON text for any payload (LangChain messages, documents, pydantic models, dataclasses...).
     Never raises: what JSON cannot hold is written as its ``repr``."""
     try:
-        return json.dumps(value, default=_default, ensure_ascii=False)
+        return _ENCODER.encode(value)
     except (TypeError, ValueError, RecursionError):
         try:
             return json.dumps(_stringify_keys(value), default=_default, ensure_ascii=False)
@@ -322,14 +339,16 @@ class NodeInputEncoder:
     ``[key, digest, how]`` per input key in order (see ``otel/attributes.yaml``); the trajectory
     builder resolves them, so a node step's ``input`` is the whole state as before.
 
-    Strings are immutable, so their JSON is cached by identity (the same question, query and
-    passage objects travel from node to node); other values are serialised on every node start.
+    Strings are immutable, so their JSON (and, as whole values, their digest) is cached by
+    identity (the same question, query and passage objects travel from node to node); other
+    values are serialised on every node start.
     """
 
     def __init__(self) -> None:
         self._known: set[str] = set()
         self._lists: dict[str, tuple[str, list[str]]] = {}  # key -> (digest, element JSON) last seen
         self._strings: dict[int, tuple[str, str]] = {}  # id -> (the string, its JSON)
+        self._string_digests: dict[int, tuple[str, str, str]] = {}  # id -> (string, JSON, digest)
         self._lock = threading.Lock()  # a run's parallel branches start nodes on several threads
 
     def _json(self, value: Any) -> str:
@@ -367,22 +386,31 @@ class NodeInputEncoder:
                 if previous is not None and 0 < len(previous[1]) <= len(elements):
                     n = len(previous[1])
                     if previous[0] in self._known and elements[:n] == previous[1]:
-                        explicit.append(f"{json.dumps(key, ensure_ascii=False)}: [{', '.join(elements[n:])}]")
+                        explicit.append(f"{key_json(key)}: [{', '.join(elements[n:])}]")
                         refs.append([key, digest, [previous[0], n]])
                         continue
-                explicit.append(f"{json.dumps(key, ensure_ascii=False)}: {text}")
+                explicit.append(f"{key_json(key)}: {text}")
                 refs.append([key, digest, 0])
                 continue
-            text = self._json(value)
-            digest = _digest(text)
+            if type(value) is str:
+                hit = self._string_digests.get(id(value))
+                if hit is not None and hit[0] is value:
+                    text, digest = hit[1], hit[2]
+                else:
+                    text = self._json(value)
+                    digest = _digest(text)
+                    self._string_digests[id(value)] = (value, text, digest)
+            else:
+                text = self._json(value)
+                digest = _digest(text)
             if digest in self._known:
                 refs.append([key, digest, 1])
                 continue
             self._known.add(digest)
-            explicit.append(f"{json.dumps(key, ensure_ascii=False)}: {text}")
+            explicit.append(f"{key_json(key)}: {text}")
             refs.append([key, digest, 0])
         return {
             A.INPUT_VALUE: "{" + ", ".join(explicit) + "}",
             A.INPUT_MIME_TYPE: "application/json",
-            A.CAUSAL_NODE_INPUT_REFS: json.dumps(refs, ensure_ascii=False, separators=(",", ":")),
+            A.CAUSAL_NODE_INPUT_REFS: _COMPACT.encode(refs),
         }

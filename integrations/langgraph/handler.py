@@ -42,6 +42,7 @@ from opentelemetry.trace import Link, Span, Status, StatusCode, TracerProvider
 
 from causal_middleware.spans import attributes as A
 from causal_middleware.spans.health import health
+from causal_middleware.spans.trusted import SpanStarter, put_attributes
 
 from .extract import (
     NodeInputEncoder,
@@ -94,23 +95,31 @@ class RunRef:
 
 
 class _Entry:
-    __slots__ = ("kind", "span", "ctx", "run", "node", "data")
+    __slots__ = ("kind", "span", "_ctx", "run", "node", "data")
 
     def __init__(
         self,
         kind: str,
         span: Span | None,
-        ctx: Context,
+        ctx: Context | None,
         run: RunState,
         node: NodeExec | None,
         data: Any = None,
     ) -> None:
         self.kind = kind  # run | node | hidden | chain | decision | llm | retrieval | tool
         self.span = span
-        self.ctx = ctx
+        self._ctx = ctx  # None: the span's own context, made when a child first needs it
         self.run = run
         self.node = node
         self.data = data
+
+    @property
+    def ctx(self) -> Context:
+        ctx = self._ctx
+        if ctx is None:
+            assert self.span is not None
+            ctx = self._ctx = trace.set_span_in_context(self.span, Context())
+        return ctx
 
 
 def _is_node_start(tags: Sequence[str] | None, metadata: Mapping[str, Any]) -> bool:
@@ -129,9 +138,12 @@ def _is_router(tags: Sequence[str] | None) -> bool:
     return False
 
 
+_OK = Status(StatusCode.OK)
+
+
 def _finish(span: Span, error: BaseException | None = None, end_ns: int | None = None) -> None:
     if error is None:
-        span.set_status(Status(StatusCode.OK))
+        span.set_status(_OK)
     elif isinstance(error, GraphBubbleUp):  # interrupts and Command(graph=PARENT): control flow, not failure
         span.add_event(f"langgraph.{type(error).__name__}")
     elif isinstance(error, GeneratorExit | asyncio.CancelledError):  # a stream closed early, a task cancelled
@@ -200,6 +212,9 @@ class CausalCallbackHandler(BaseCallbackHandler):
         graph: the compiled graph, read once for hop nodes, answer nodes, routers and side effects.
         hop_nodes, answer_nodes, side_effecting, graph_name: as for ``instrument()``.
         graph_info: precomputed facts (``instrument()`` passes them; overrides ``graph``).
+        own_provider: ``tracer_provider`` is ``instrument()``'s own (only its processors see the
+            spans): child spans then take their attributes without the SDK checking each value
+            again (:mod:`causal_middleware.spans.trusted`).
     """
 
     run_inline = True  # spans must exist before the node body runs; our hooks are cheap
@@ -215,12 +230,14 @@ class CausalCallbackHandler(BaseCallbackHandler):
         side_effecting: Iterable[str] = (),
         graph_name: str | None = None,
         graph_info: GraphInfo | None = None,
+        own_provider: bool = False,
     ) -> None:
         super().__init__()
         provider = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
         from causal_middleware import __version__
 
         self._tracer = provider.get_tracer(TRACER_NAME, __version__)
+        self._starter = SpanStarter.for_provider(self._tracer, provider, own_provider=own_provider)
         if graph_info is None:
             if graph is not None:
                 graph_info = analyze_graph(
@@ -249,6 +266,7 @@ class CausalCallbackHandler(BaseCallbackHandler):
         self._lock = threading.Lock()
         self._last_run_id: str | None = None
         self._encoders: weakref.WeakKeyDictionary[RunState, NodeInputEncoder] = weakref.WeakKeyDictionary()
+        self._json_cache: dict[tuple[type, tuple[str, ...]], str] = {}
 
     # --- API used by InstrumentedGraph and the node wrapper ------------------------------
     def expect_run(self, lc_run_id: UUID, ref: RunRef) -> None:
@@ -292,10 +310,8 @@ class CausalCallbackHandler(BaseCallbackHandler):
         return attrs
 
     def _start_child(self, run_id: UUID, parent: _Entry, kind: str, name: str, attrs: dict[str, Any]) -> Span:
-        span = self._tracer.start_span(name, context=parent.ctx, attributes=attrs)
-        self._register(
-            run_id, _Entry(kind, span, trace.set_span_in_context(span, Context()), parent.run, parent.node)
-        )
+        span = self._starter.start(name, parent.ctx, attrs)
+        self._register(run_id, _Entry(kind, span, None, parent.run, parent.node))
         return span
 
     def _end(
@@ -305,7 +321,7 @@ class CausalCallbackHandler(BaseCallbackHandler):
         if entry is None or entry.span is None:
             return entry
         if attrs:
-            entry.span.set_attributes(attrs)
+            put_attributes(entry.span, attrs)
         _finish(entry.span, error)
         return entry
 
@@ -390,7 +406,13 @@ class CausalCallbackHandler(BaseCallbackHandler):
         offset = md.get(HOP_OFFSET_METADATA_KEY)
         hop_offset = offset if isinstance(offset, int) and not isinstance(offset, bool) and offset > 0 else 0
         run = RunState(
-            self._tracer, span, self.info, session_id=session_id, common=common, hop_offset=hop_offset
+            self._tracer,
+            span,
+            self.info,
+            session_id=session_id,
+            common=common,
+            hop_offset=hop_offset,
+            starter=self._starter,
         )
         run.reference = str(reference) if reference is not None else None
         self._entries[run_id] = _Entry("run", span, run.ctx, run, None)
@@ -425,18 +447,31 @@ class CausalCallbackHandler(BaseCallbackHandler):
         }
         path = md.get("langgraph_path")
         if path:
-            attrs[A.CAUSAL_LANGGRAPH_PATH] = to_json(path)
+            attrs[A.CAUSAL_LANGGRAPH_PATH] = self._static_json(path)
         triggers = md.get("langgraph_triggers")
         if triggers:
-            attrs[A.CAUSAL_LANGGRAPH_TRIGGERS] = to_json(triggers)
+            attrs[A.CAUSAL_LANGGRAPH_TRIGGERS] = self._static_json(triggers)
         if run.session_id:
             attrs[A.SESSION_ID] = run.session_id
         if name in self.info.side_effecting:
             attrs[A.CAUSAL_NODE_SIDE_EFFECTING] = True
         attrs.update(self._node_input(run, inputs))
-        span = self._tracer.start_span(name, context=ctx, attributes=attrs)
+        span = self._starter.start(name, ctx, attrs)
         node.span = span
-        self._register(run_id, _Entry("node", span, trace.set_span_in_context(span, Context()), run, node))
+        self._register(run_id, _Entry("node", span, None, run, node))
+
+    def _static_json(self, value: Any) -> str:
+        """``to_json`` of a node's path / triggers / a router's options, cached when it is a list
+        or tuple of strings: the same few come back at every step of every run."""
+        if not isinstance(value, list | tuple) or not all(type(v) is str for v in value):
+            return to_json(value)
+        key = (type(value), tuple(value))
+        text = self._json_cache.get(key)
+        if text is None:
+            text = to_json(value)
+            if len(self._json_cache) < 4096:
+                self._json_cache[key] = text
+        return text
 
     def _node_input(self, run: RunState, inputs: Any) -> dict[str, Any]:
         """The node's input as what changed since the run's earlier node spans (fail-open: the
@@ -457,14 +492,9 @@ class CausalCallbackHandler(BaseCallbackHandler):
         attrs[A.OPENINFERENCE_SPAN_KIND] = "DECISION"
         ends = self.info.router_ends.get((str(md.get("langgraph_node", "")), name))
         if ends:
-            attrs[A.CAUSAL_DECISION_OPTIONS] = to_json(list(dict.fromkeys(ends.values())))
-        span = self._tracer.start_span(name, context=parent.ctx, attributes=attrs)
-        self._register(
-            run_id,
-            _Entry(
-                "decision", span, trace.set_span_in_context(span, Context()), parent.run, parent.node, ends
-            ),
-        )
+            attrs[A.CAUSAL_DECISION_OPTIONS] = self._static_json(list(dict.fromkeys(ends.values())))
+        span = self._starter.start(name, parent.ctx, attrs)
+        self._register(run_id, _Entry("decision", span, None, parent.run, parent.node, ends))
 
     @_fail_open("handler.on_chain_end")
     def on_chain_end(
@@ -506,7 +536,7 @@ class CausalCallbackHandler(BaseCallbackHandler):
         end_ns = time.time_ns()
         try:
             if error is None:
-                span.set_attributes(value_attributes(A.OUTPUT_VALUE, A.OUTPUT_MIME_TYPE, outputs))
+                put_attributes(span, value_attributes(A.OUTPUT_VALUE, A.OUTPUT_MIME_TYPE, outputs))
                 self._node_outcomes(entry, node, outputs, end_ns)
         finally:
             _finish(span, error, end_ns)
@@ -524,7 +554,7 @@ class CausalCallbackHandler(BaseCallbackHandler):
                     A.CAUSAL_DECISION_CHOICE: ",".join(targets),
                 }
             )
-            goto = self._tracer.start_span("goto", context=entry.ctx, attributes=attrs, start_time=end_ns)
+            goto = self._starter.start("goto", entry.ctx, attrs, start_time=end_ns)
             _finish(goto, None, end_ns)
         if node.depth != 0:
             return
@@ -545,9 +575,7 @@ class CausalCallbackHandler(BaseCallbackHandler):
         if run.answer is None:
             return
         ctx, attrs, end_ns = run.answer
-        _finish(
-            self._tracer.start_span("answer", context=ctx, attributes=attrs, start_time=end_ns), None, end_ns
-        )
+        _finish(self._starter.start("answer", ctx, attrs, start_time=end_ns), None, end_ns)
 
     def _end_run(self, run_id: UUID, entry: _Entry, outputs: Any, error: BaseException | None) -> None:
         self._entries.pop(run_id, None)
@@ -563,10 +591,10 @@ class CausalCallbackHandler(BaseCallbackHandler):
                 self._encoders.pop(run, None)
             self._emit_answer(run)
             if error is None:
-                span.set_attributes(value_attributes(A.OUTPUT_VALUE, A.OUTPUT_MIME_TYPE, outputs))
+                put_attributes(span, value_attributes(A.OUTPUT_VALUE, A.OUTPUT_MIME_TYPE, outputs))
                 if run.reference is not None:
                     answer = run.answer[1].get(A.CAUSAL_ANSWER_TEXT) if run.answer is not None else None
-                    span.set_attributes(outcome_attributes(answer or final_answer(outputs), run.reference))
+                    put_attributes(span, outcome_attributes(answer or final_answer(outputs), run.reference))
         finally:
             _finish(span, error)
 

@@ -32,8 +32,11 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span, Status, StatusCode
 
 from causal_middleware.spans import attributes as A
+from causal_middleware.spans.trusted import SpanStarter
 
 from .graph_info import GraphInfo
+
+_OK = Status(StatusCode.OK)
 
 
 class Hop:
@@ -102,8 +105,10 @@ class RunState:
         session_id: str | None = None,
         common: dict[str, Any] | None = None,
         hop_offset: int = 0,
+        starter: SpanStarter | None = None,
     ) -> None:
         self.tracer = tracer
+        self.starter = starter if starter is not None else SpanStarter(tracer)
         self.hop_offset = hop_offset  # replayer forks: hops are numbered on from the fork hop
         self.span = run_span
         self.ctx = trace.set_span_in_context(run_span, Context())
@@ -134,7 +139,7 @@ class RunState:
         }
         if self.session_id:
             attrs[A.SESSION_ID] = self.session_id
-        hop = Hop(index, self.tracer.start_span(f"hop {index}", context=self.ctx, attributes=attrs))
+        hop = Hop(index, self.starter.start(f"hop {index}", self.ctx, attrs))
         self._supersede_current()
         self.current = hop
         self.hops.append(hop)
@@ -153,7 +158,7 @@ class RunState:
         if hop.ended:
             return
         hop.ended = True
-        hop.span.set_status(Status(StatusCode.OK))
+        hop.span.set_status(_OK)
         hop.span.end(end_time=hop.last_end_ns or time.time_ns())
 
     def _count(self, node: NodeExec, hop: Hop) -> None:

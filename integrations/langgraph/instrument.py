@@ -19,9 +19,12 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any, Literal
 
 from langchain_core.callbacks import BaseCallbackManager
+from langchain_core.utils.uuid import uuid7
 from langgraph.pregel import Pregel
+from opentelemetry.sdk.environment_variables import OTEL_TRACES_SAMPLER
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanLimits, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON, Sampler
 
 from causal_middleware.protocols import FailureSink
 from causal_middleware.spans.content import (
@@ -71,6 +74,13 @@ def _resource() -> Resource:
     if str(resource.attributes.get("service.name", "unknown_service")).startswith("unknown_service"):
         resource = resource.merge(Resource({"service.name": DEFAULT_SERVICE_NAME}))
     return resource
+
+
+def _own_sampler() -> Sampler | None:
+    """Our provider's sampler: ``ALWAYS_ON``, which samples our spans exactly as the SDK's default
+    ``ParentBased(ALWAYS_ON)`` does (run spans start new traces, every other span has a sampled
+    parent of ours) for half its cost; None (the SDK reads it) when ``OTEL_TRACES_SAMPLER`` names one."""
+    return None if os.environ.get(OTEL_TRACES_SAMPLER) else ALWAYS_ON
 
 
 class InstrumentedGraph:
@@ -127,7 +137,7 @@ class InstrumentedGraph:
             )
         run_id = cfg.get("run_id")
         if run_id is None:
-            run_id = uuid.uuid4()
+            run_id = uuid7()  # what LangChain gives its own runs: no os.urandom call (it releases the GIL)
         elif not isinstance(run_id, uuid.UUID):
             raise ValueError(f"config['run_id'] must be a uuid.UUID, got {run_id!r}")
         cfg["run_id"] = run_id
@@ -411,7 +421,9 @@ def instrument(
 
     span_store, owns_store = _open_store(store)
     owns_provider = tracer_provider is None
-    provider = tracer_provider or TracerProvider(resource=_resource(), span_limits=SPAN_LIMITS)
+    provider = tracer_provider or TracerProvider(
+        resource=_resource(), span_limits=SPAN_LIMITS, sampler=_own_sampler()
+    )
     processors: list[SpanProcessor] = []
     if span_store is not None:
         processors.append(RunSpanProcessor(span_store, shutdown_exporter=owns_store, shutdown_timeout=budget))
@@ -428,7 +440,7 @@ def instrument(
     for processor in processors:
         provider.add_span_processor(processor)
 
-    handler = CausalCallbackHandler(provider, graph_info=info)
+    handler = CausalCallbackHandler(provider, graph_info=info, own_provider=owns_provider)
     wrapped = wrap_graph(graph, handler.node_span)
     instrumented = InstrumentedGraph(
         graph,

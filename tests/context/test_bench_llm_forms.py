@@ -14,7 +14,7 @@ from causal_middleware.cli.main import main
 UNREADABLE_JUDGE = """
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
-JUDGE = FakeListChatModel(responses=["[]"])  # a bare list: neither detector nor root-cause JSON
+JUDGE = FakeListChatModel(responses=["I cannot tell."])  # no JSON: neither detector nor root-cause
 """
 
 

@@ -10,17 +10,25 @@ cache of updates this replayer made, else from the run's own trajectory (the spa
 checkpoint of source ``fork`` is a copy LangGraph saves when a run starts from a checkpoint the
 thread has moved past (LangGraph time travel on the user's own thread, or forks recorded before
 each fork got a thread of its own): no node ran in between.
+
+Reading a branch costs one ``get_state`` per checkpoint (LangGraph rebuilds the channels and the
+tasks each time), and a diagnosis forks one run many times. A :class:`SnapshotCache` keeps the
+snapshots of checkpoints that already have a child on the branch: their tasks ran and their writes
+are final, so the snapshot cannot change. The walk's first checkpoint (the run's leaf, whose
+writes may still change when the thread is resumed) is always read from the checkpointer.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from causal_middleware.replay.errors import ReplayError
 
-__all__ = ["Branch", "RecordedTask", "aread_branch", "checkpoint_config", "read_branch"]
+__all__ = ["Branch", "RecordedTask", "SnapshotCache", "aread_branch", "checkpoint_config", "read_branch"]
 
 # Guards against cycles in a corrupt checkpointer; far above any real run's length.
 _MAX_BRANCH = 100_000
@@ -76,6 +84,55 @@ class Branch:
         ]
 
 
+class SnapshotCache:
+    """Snapshots of checkpoints with a child on a branch, by ``(thread_id, checkpoint_id)``; at
+    most ``size``, least recently used dropped first. Thread-safe. The snapshots are shared: the
+    replayer only reads them (outputs are deep-copied before they are written or returned)."""
+
+    def __init__(self, size: int = 256) -> None:
+        if size < 0:
+            raise ValueError(f"size must be at least 0, got {size}")
+        self._size = size
+        self._entries: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, thread_id: str, checkpoint_id: str) -> Any | None:
+        with self._lock:
+            snap = self._entries.get((thread_id, checkpoint_id))
+            if snap is not None:
+                self._entries.move_to_end((thread_id, checkpoint_id))
+            return snap
+
+    def put(self, thread_id: str, checkpoint_id: str, snapshot: Any) -> None:
+        with self._lock:
+            self._entries[(thread_id, checkpoint_id)] = snapshot
+            self._entries.move_to_end((thread_id, checkpoint_id))
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+
+    def forget_thread(self, thread_id: str) -> None:
+        """Drop every snapshot of ``thread_id`` (its checkpoints were deleted)."""
+        with self._lock:
+            for key in [k for k in self._entries if k[0] == thread_id]:
+                del self._entries[key]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+
+def _cached(cache: SnapshotCache | None, thread_id: str, config: Any, is_leaf: bool) -> Any | None:
+    if cache is None or is_leaf:
+        return None
+    checkpoint_id = config["configurable"].get("checkpoint_id")
+    return cache.get(thread_id, str(checkpoint_id)) if checkpoint_id else None
+
+
+def _remember(cache: SnapshotCache | None, thread_id: str, snap: Any, is_leaf: bool) -> None:
+    if cache is not None and not is_leaf:
+        cache.put(thread_id, str(snap.config["configurable"]["checkpoint_id"]), snap)
+
+
 def checkpoint_config(thread_id: str, checkpoint_id: str) -> dict[str, Any]:
     """The config addressing one root-graph checkpoint of a thread."""
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}}
@@ -128,20 +185,26 @@ def read_branch(
     updates: Mapping[str, tuple[str, Any]] | None = None,
     fallback: Mapping[tuple[str, int], Any] | None = None,
     stop_at: str | None = None,
+    cache: SnapshotCache | None = None,
 ) -> Branch:
     """Walk from ``leaf_checkpoint_id`` towards the root of ``thread_id``'s tree.
 
     ``updates`` maps a checkpoint written by ``update_state`` to the ``(node, output)`` written;
     ``fallback`` maps ``(node, langgraph_step)`` to an output known from the run's trajectory.
     ``stop_at`` ends the walk at that checkpoint (a fork only needs the branch from its fork point
-    on). Raises ``ReplayError`` when the leaf checkpoint is not in the graph's checkpointer.
+    on). ``cache`` serves and keeps the snapshots above the leaf. Raises ``ReplayError`` when the
+    leaf checkpoint is not in the graph's checkpointer.
     """
     snapshots: list[Any] = []
     config: Any = checkpoint_config(thread_id, leaf_checkpoint_id)
     while config is not None and len(snapshots) < _MAX_BRANCH:
-        snap = graph.get_state(config)
-        if snap.metadata is None:
-            _missing(thread_id, config["configurable"].get("checkpoint_id"))
+        is_leaf = not snapshots
+        snap = _cached(cache, thread_id, config, is_leaf)
+        if snap is None:
+            snap = graph.get_state(config)
+            if snap.metadata is None:
+                _missing(thread_id, config["configurable"].get("checkpoint_id"))
+            _remember(cache, thread_id, snap, is_leaf)
         snapshots.append(snap)
         if stop_at is not None and snap.config["configurable"]["checkpoint_id"] == stop_at:
             break
@@ -158,14 +221,19 @@ async def aread_branch(
     updates: Mapping[str, tuple[str, Any]] | None = None,
     fallback: Mapping[tuple[str, int], Any] | None = None,
     stop_at: str | None = None,
+    cache: SnapshotCache | None = None,
 ) -> Branch:
     """Async twin of :func:`read_branch` (``aget_state``; needed by async-only checkpointers)."""
     snapshots: list[Any] = []
     config: Any = checkpoint_config(thread_id, leaf_checkpoint_id)
     while config is not None and len(snapshots) < _MAX_BRANCH:
-        snap = await graph.aget_state(config)
-        if snap.metadata is None:
-            _missing(thread_id, config["configurable"].get("checkpoint_id"))
+        is_leaf = not snapshots
+        snap = _cached(cache, thread_id, config, is_leaf)
+        if snap is None:
+            snap = await graph.aget_state(config)
+            if snap.metadata is None:
+                _missing(thread_id, config["configurable"].get("checkpoint_id"))
+            _remember(cache, thread_id, snap, is_leaf)
         snapshots.append(snap)
         if stop_at is not None and snap.config["configurable"]["checkpoint_id"] == stop_at:
             break

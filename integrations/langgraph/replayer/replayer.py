@@ -37,11 +37,12 @@ from causal_middleware.store.stitch import (
     REPLAYED,
     at_root,
     is_stitched,
+    lend_parent,
     stitch_fork,
 )
 
 from ..instrument import InstrumentedGraph
-from .branch import Branch, aread_branch, read_branch
+from .branch import Branch, SnapshotCache, aread_branch, read_branch
 from .emit import emit_replay_run
 from .fork_thread import (
     FORK_THREAD_MARK,
@@ -72,6 +73,7 @@ from .side_effects import guard_graph_tools
 __all__ = ["Replayer"]
 
 _UPDATE_CACHE = 4096
+_SNAPSHOT_CACHE = 256
 COPIED_LABEL = "replay.copied_checkpoints"
 DISCARDED_LABEL = "replay.discarded"
 
@@ -159,6 +161,7 @@ class Replayer:
         self._lock = threading.Lock()
         self._updates: OrderedDict[str, tuple[str, Any]] = OrderedDict()
         self._fork_threads: OrderedDict[str, str] = OrderedDict()  # fork run id -> its fork thread
+        self._snapshots = SnapshotCache(_SNAPSHOT_CACHE)  # the branches forked again and again
 
     # --- public API ----------------------------------------------------------------------
     def locate(
@@ -169,7 +172,9 @@ class Replayer:
         thread_id = self._thread_of(parent)
         fork_step = select_fork_step(parent, hop=hop, node=node, step=step)
         branch = self._read_branch(parent, thread_id, stop_at=fork_step.checkpoint_id)
-        return self._fork_point(parent, thread_id, fork_step, branch)
+        point = self._fork_point(parent, thread_id, fork_step, branch)
+        # the recorded output lives in a cached snapshot: the caller gets its own copy
+        return point.model_copy(update={"recorded_output": copy.deepcopy(point.recorded_output)})
 
     def fork(
         self,
@@ -315,6 +320,7 @@ class Replayer:
             run_id, thread, [r.run_id for r in self.store.list_runs(thread_id=thread, limit=None)]
         )
         deleted = delete_fork_thread(self.graph.graph.checkpointer, thread)
+        self._snapshots.forget_thread(thread)
         if deleted:
             self.store.annotate(run_id, labels={DISCARDED_LABEL: True})
         return deleted
@@ -332,6 +338,7 @@ class Replayer:
         runs = await self.store.alist_runs(thread_id=thread, limit=None)
         _check_sole_run(run_id, thread, [r.run_id for r in runs])
         deleted = await adelete_fork_thread(self.graph.graph.checkpointer, thread)
+        self._snapshots.forget_thread(thread)
         if deleted:
             await self.store.aannotate(run_id, labels={DISCARDED_LABEL: True})
         return deleted
@@ -461,6 +468,7 @@ class Replayer:
             updates=self._updates_snapshot(),
             fallback=self._fallback_outputs(parent),
             stop_at=stop_at,
+            cache=self._snapshots,
         )
 
     async def _aread_branch(self, parent: Trajectory, thread_id: str, stop_at: str | None = None) -> Branch:
@@ -471,6 +479,7 @@ class Replayer:
             updates=self._updates_snapshot(),
             fallback=self._fallback_outputs(parent),
             stop_at=stop_at,
+            cache=self._snapshots,
         )
 
     def _plan(
@@ -598,7 +607,7 @@ class Replayer:
         self.store.annotate(run_id, **self._annotations(plan, hook, policy, error))
         if error is not None:
             raise error
-        return self._finish(plan, self.store.get_trajectory(run_id))
+        return self._finish(plan, self._read_fork(plan, run_id))
 
     def _record_replay(self, plan: ForkPlan, end: Mapping[str, Any], final: Any, n_steps: int) -> Trajectory:
         plan.labels[LEAF_LABEL] = str(end["configurable"]["checkpoint_id"])
@@ -614,7 +623,13 @@ class Replayer:
         )
         self._remember_fork(run_id, plan.fork_thread_id)
         self.store.annotate(run_id, lineage=plan.lineage, labels=plan.labels, reference=plan.parent.reference)
-        return self._finish(plan, self.store.get_trajectory(run_id))
+        return self._finish(plan, self._read_fork(plan, run_id))
+
+    def _read_fork(self, plan: ForkPlan, run_id: str) -> Trajectory:
+        """The fork as stored, stitched onto the parent this fork already read (never modified
+        here: every output taken from it is deep-copied before use)."""
+        with lend_parent(plan.parent):
+            return self.store.get_trajectory(run_id)
 
     def _run_id_after(self, error: BaseException | None) -> str:
         run_id = self.graph.last_run_id
@@ -688,7 +703,9 @@ class Replayer:
         await self.store.aannotate(run_id, **self._annotations(plan, hook, policy, error))
         if error is not None:
             raise error
-        return self._finish(plan, await self.store.aget_trajectory(run_id))
+        with lend_parent(plan.parent):
+            fork = await self.store.aget_trajectory(run_id)
+        return self._finish(plan, fork)
 
 
 # --- helpers ----------------------------------------------------------------------------------
