@@ -53,9 +53,10 @@ local-model: $(STAMP)
 	$(PY) -m benchmarks.local_model.install --models $(MODELS)
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[local]'
 
-# The tests that run a real local model: alone, one process (they share one loaded model per file).
+# The tests that need the local runtime: the real-model ones (alone, one process: they share one
+# loaded model per file) and the unit tests that skip in `make unit` while llama-cpp is absent.
 test-model: $(STAMP)
-	$(PY) -m pytest -q -p no:xdist -m model tests/local_model
+	$(PY) -m pytest -q -p no:xdist tests/local_model tests/llm_structured/test_llamacpp_structured.py
 
 test: lint typecheck unit
 
