@@ -61,6 +61,7 @@ from langchain_core.language_models import BaseChatModel
 
 from benchmarks.foreign.methods import LLMFacts, load_judge, methods_for, not_run, with_progress
 from causal_middleware.attribution.base import Diagnosis, DiagnosisContext
+from causal_middleware.attribution.llm_judge import model_name
 from causal_middleware.attribution.registry import get_diagnoser
 from causal_middleware.evaluation.stats import paired_comparison, proportion_ci
 from causal_middleware.spans.builder import build_trajectory
@@ -355,8 +356,7 @@ def benchmark(
         "majority_category": majority,
         "published": PUBLISHED,
         "seed": seed,
-        "judge": getattr(chat_model, "model_name", None)
-        or (type(chat_model).__name__ if chat_model else None),
+        "judge": model_name(chat_model) if chat_model is not None else None,
     }
 
 

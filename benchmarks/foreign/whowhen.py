@@ -42,6 +42,7 @@ from langchain_core.language_models import BaseChatModel
 
 from benchmarks.foreign.methods import LLMFacts, load_judge, methods_for, not_run, with_progress
 from causal_middleware.attribution.base import Diagnosis, DiagnosisContext
+from causal_middleware.attribution.llm_judge import model_name
 from causal_middleware.attribution.registry import get_diagnoser
 from causal_middleware.evaluation.stats import proportion_ci
 from causal_middleware.spans.builder import build_trajectory
@@ -224,8 +225,7 @@ def benchmark(
         "not_run": not_run(exclude=set(methods)),
         "target": _target(rows, expected_random(cases)),
         "published_step_gpt4o": PUBLISHED_STEP.get(subset, {}),
-        "judge": getattr(chat_model, "model_name", None)
-        or (type(chat_model).__name__ if chat_model else None),
+        "judge": model_name(chat_model) if chat_model is not None else None,
     }
 
 

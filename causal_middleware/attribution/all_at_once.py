@@ -25,10 +25,10 @@ from causal_middleware.attribution.base import (
     Diagnosis,
     DiagnosisContext,
     DiagnosisCost,
-    missing_parts,
 )
 from causal_middleware.attribution.information_flow import message_stage, message_steps, message_text
 from causal_middleware.attribution.llm import call, parse_object
+from causal_middleware.attribution.llm_judge import judge_requirements
 from causal_middleware.attribution.targets import agent_of
 from causal_middleware.prompts import Fence, has_keys
 from causal_middleware.prompts.llm import BudgetExceeded
@@ -118,11 +118,7 @@ class AllAtOnceDiagnoser(Diagnoser):
         self.max_total_chars = max_total_chars
 
     def requirements(self, context: DiagnosisContext) -> str | None:
-        if self.model is None and context.chat_model is None:
-            return "a judge chat model (none configured)"
-        if self.show_reference:
-            return missing_parts(context, "gold")
-        return None
+        return judge_requirements(self.model, context, show_reference=self.show_reference)
 
     def _diagnose(self, trajectory: Trajectory, context: DiagnosisContext) -> Diagnosis:
         model = self.model or context.chat_model

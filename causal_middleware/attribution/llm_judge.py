@@ -38,6 +38,21 @@ JUDGE_SYSTEM = (
 )
 
 
+def judge_requirements(
+    model: BaseChatModel | None, context: DiagnosisContext, *, show_reference: bool
+) -> str | None:
+    """What a chat-model judge still lacks: a model (its own or the context's), and the expected
+    answer when it is shown the reference."""
+    if model is None and context.chat_model is None:
+        return "a judge chat model (none configured)"
+    return missing_parts(context, "gold") if show_reference else None
+
+
+def model_name(model: BaseChatModel) -> str:
+    """A chat model's name as its provider reports it, else its class name."""
+    return str(getattr(model, "model_name", None) or getattr(model, "model", None) or type(model).__name__)
+
+
 class LLMJudgeDiagnoser(Diagnoser):
     name = "llm_judge"
     uses_gold = False
@@ -48,11 +63,7 @@ class LLMJudgeDiagnoser(Diagnoser):
         self.show_reference = show_reference
 
     def requirements(self, context: DiagnosisContext) -> str | None:
-        if self.model is None and context.chat_model is None:
-            return "a judge chat model (none configured)"
-        if self.show_reference:
-            return missing_parts(context, "gold")
-        return None
+        return judge_requirements(self.model, context, show_reference=self.show_reference)
 
     def _diagnose(self, trajectory: Trajectory, context: DiagnosisContext) -> Diagnosis:
         model = self.model or context.chat_model
@@ -75,11 +86,8 @@ class LLMJudgeDiagnoser(Diagnoser):
             )
         except BudgetExceeded as exc:
             return Diagnosis(method=self.name, ran=False, reason=str(exc), cost=cost)
-        model_name = (
-            getattr(model, "model_name", None) or getattr(model, "model", None) or type(model).__name__
-        )
         diagnosis = verdict_from_reply(
-            self.name, reply, trajectory, views, cost, {"judge_model": str(model_name)}
+            self.name, reply, trajectory, views, cost, {"judge_model": model_name(model)}
         )
         diagnosis.uses_gold = self.show_reference
         return diagnosis

@@ -21,7 +21,7 @@ import hashlib
 import json
 import re
 import zlib
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Any
 
 from causal_middleware.spans import attributes as A
@@ -169,7 +169,26 @@ _TEMPLATE_RE = re.compile(
 )
 _encoded_keys: dict[str, str] = {}
 _codes_of: dict[tuple[str, ...], tuple[str, ...]] = {}  # a span's attribute names -> their codes
+_names_of: dict[tuple[str, ...], tuple[str, ...]] = {}  # a stored key set -> its attribute names
 _decoded_keys: dict[str, str] = {}
+_KEY_SETS = 4096  # distinct key sets remembered (spans of one kind share theirs)
+
+
+def _each_key(
+    memo: dict[tuple[str, ...], tuple[str, ...]], keys: tuple[str, ...], convert: Callable[[str], str]
+) -> tuple[str, ...]:
+    """``convert`` applied to each of ``keys``, remembered per key set (bounded)."""
+    out = memo.get(keys)
+    if out is None:
+        out = tuple(convert(key) for key in keys)
+        if len(memo) < _KEY_SETS:
+            memo[keys] = out
+    return out
+
+
+def decoded_names(keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The attribute names of a stored key set (:func:`decode_key` of each, remembered)."""
+    return _each_key(_names_of, keys, decode_key)
 
 
 def encode_key(key: str) -> str:
@@ -285,12 +304,7 @@ def lift_blobs(
     the blobs not in ``known`` (already stored) are added to ``blobs``."""
     # one call per span the store writes: the spans of one kind share their names (in order), so
     # the coded names come from one lookup, and only the rare long strings are looked at one by one
-    names = tuple(attributes)
-    codes = _codes_of.get(names)
-    if codes is None:
-        codes = tuple(encode_key(key) for key in names)
-        if len(_codes_of) < 4096:
-            _codes_of[names] = codes
+    codes = _each_key(_codes_of, tuple(attributes), encode_key)
     values = list(attributes.values())
     long_at = [i for i, v in enumerate(values) if isinstance(v, str) and len(v) >= min_chars]
     for i in long_at:

@@ -78,7 +78,7 @@ from causal_middleware.store._packing import (
     blob_refs,
     blob_text,
     compact_json,
-    decode_key,
+    decoded_names,
     lift_blobs,
     pack_json,
     unpack_json,
@@ -284,19 +284,11 @@ _SPAN_COLUMNS = (
 )
 
 
-_NAMES: dict[tuple[str, ...], tuple[str, ...]] = {}  # a stored attribute key set -> its names
-
-
 def _restore(attributes: dict[str, Any], texts: Mapping[str, str]) -> dict[str, Any]:
     """``restore_blobs(attributes, texts)``, with the names of each distinct stored key set decoded
     once (spans of one kind share their keys): names decoded, blob references replaced by their
     text, a missing blob left a reference."""
-    keys = tuple(attributes)
-    names = _NAMES.get(keys)
-    if names is None:
-        names = tuple(decode_key(k) for k in keys)
-        if len(_NAMES) < 4096:
-            _NAMES[keys] = names
+    names = decoded_names(tuple(attributes))
     values = [
         texts[v[BLOB_KEY]] if isinstance(v, dict) and len(v) == 1 and v.get(BLOB_KEY) in texts else v
         for v in attributes.values()
