@@ -19,10 +19,15 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.cli.executor import add_executor_args, check_executor_args
 from causal_middleware.cli._common import add_json_arg, print_json
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from causal_middleware.tasks.model import Dataset
 
 # Modules exposing register_bench(bench_subparsers); missing ones are skipped.
 BENCH_MODULES = (
@@ -124,16 +129,21 @@ def run_retrieval(p: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def reference_agent_factory(*, k: int = 5, budget: int = 4, seed: int = 0) -> Callable[[Any, str], Any]:
-    """``make_agent(dataset, retriever)`` for the agent benchmark: the reference agent (offline model)."""
+def reference_agent_factory(
+    *, k: int = 5, budget: int = 4, seed: int = 0, model: BaseChatModel | None = None, gold_plan: bool = False
+) -> Callable[[Any, str], Any]:
+    """``make_agent(dataset, retriever)`` for the agent benchmark: the reference agent (offline
+    model unless ``model`` is given; ``gold_plan``: the question's gold decomposition as its plan)."""
     from benchmarks.reference_agent import build_world_agent, run_question
+    from benchmarks.reference_agent import gold_plan as plan_for
     from benchmarks.suites.agent import AgentAnswer
 
     def make_agent(dataset: Any, retriever: str) -> Callable[[Any], AgentAnswer]:
-        graph = build_world_agent(dataset, retriever=retriever, k=k, budget=budget, seed=seed)
+        graph = build_world_agent(dataset, retriever=retriever, k=k, budget=budget, seed=seed, model=model)
 
         def answer(question: Any) -> AgentAnswer:
-            run = run_question(graph, question)
+            plan = plan_for(question) if gold_plan and question.hops else None
+            run = run_question(graph, question, plan=plan)
             return AgentAnswer(run.answer, len(run.queries))
 
         return answer
@@ -146,16 +156,121 @@ def run_agent(p: dict[str, Any]) -> dict[str, Any]:
     from benchmarks.world.generator import generate_world
 
     seed, k, budget = p.get("seed", 0), p.get("k", 5), p.get("budget", 4)
-    dataset = generate_world(p.get("n", 60), seed=seed)
+    dataset_name, model_spec = p.get("dataset", "world"), p.get("model") or "offline"
+    plan = p.get("plan", "model")
+    _check_plan(plan, dataset_name)
+    if dataset_name == "world":
+        dataset = generate_world(p.get("n", 60), seed=seed)
+    else:
+        from benchmarks.cli.inject import load_dataset
+
+        dataset = load_dataset(dataset_name, p.get("n", 60), seed=seed, hops=None)
+    model = agent_model(model_spec, seed=seed)
     result = run_agent_accuracy_bench(
-        reference_agent_factory(k=k, budget=budget, seed=seed),
+        reference_agent_factory(k=k, budget=budget, seed=seed, model=model, gold_plan=plan == "gold"),
         dataset,
         retrievers=p.get("retrievers", ["bm25", "dense"]),
         seed=seed,
         progress=p.get("progress"),
     )
-    result["agent"] = {"name": "reference_agent", "model": "offline", "k": k, "budget": budget}
+    result["agent"] = {
+        "name": "reference_agent",
+        "model": model_spec,
+        "mode": agent_mode(model_spec, dataset_name, plan),
+        "plan": plan,
+        "k": k,
+        "budget": budget,
+    }
     return result
+
+
+AGENT_MAX_TOKENS = 64
+
+
+def _check_plan(plan: str, dataset: str) -> None:
+    if plan == "gold" and dataset == "hotpotqa":
+        raise ValueError("--plan gold: HotpotQA's annotated steps are not questions; use --plan model")
+
+
+AGENT_RECORD = "fp_agent"
+
+
+def _claim_store(store: Any, path: str, agent: dict[str, str]) -> None:
+    """A resumable store holds the runs of one agent (model and plan): base runs, units and
+    diagnoses are keyed by question, so another agent must not resume them."""
+    kept = store.get_records(AGENT_RECORD)
+    if not kept:
+        store.put_record(AGENT_RECORD, "store", agent)
+        return
+    earlier = {k: kept[-1].get(k) for k in agent}
+    if earlier != agent:
+        raise ValueError(
+            f"--store {path} holds runs of --model {earlier['model']} --plan {earlier['plan']}; "
+            f"give --model {agent['model']} --plan {agent['plan']} a store of its own"
+        )
+
+
+def expected_time(
+    model: BaseChatModel,
+    dataset: Dataset,
+    depths: list[int],
+    faults: str,
+    site: str = "trace",
+    *,
+    gold_plan: bool = False,
+) -> str:
+    """A line estimating the injection's model time, from one timed (warm) call of the agent's first prompt:
+    a base run takes about two calls a hop plus two (one a hop plus one with the gold plan, whose
+    steps need no model); a fork re-runs the suffix from its depth."""
+    from benchmarks.reference_agent import prompts
+    from causal_middleware.faults.model import FAULT_SETS, PERSISTABLE_FAMILIES
+
+    questions = dataset.questions
+    messages = prompts.decide_messages(questions[0].text, [], 0, 4)
+    model.invoke(messages)  # the first call also loads the model
+    started = time.perf_counter()
+    model.invoke(prompts.decide_messages(questions[-1].text, [], 0, 4))
+    per_call = time.perf_counter() - started
+    per_hop, extra = (1, 1) if gold_plan else (2, 2)
+    base_calls = sum(per_hop * q.n_hops + extra for q in questions)
+    chosen = FAULT_SETS.get(faults, ())
+    families = len([f for f in chosen if f in PERSISTABLE_FAMILIES] if site == "corpus" else chosen)
+    fork_calls = sum(
+        families * (per_hop * (q.n_hops - d + 1) + extra) for q in questions for d in depths if d <= q.n_hops
+    )
+    minutes = (base_calls + fork_calls) * per_call / 60
+    return (
+        f"model {type(model).__name__}: {per_call:.1f} s for one agent call; the injection needs about "
+        f"{base_calls + fork_calls} calls (~{minutes:.0f} min, less what fails or is ineligible); "
+        "diagnosis adds its re-executions"
+    )
+
+
+def agent_model(spec: str | None, *, seed: int = 0) -> BaseChatModel | None:
+    """The chat model driving the reference agent: None for ``offline`` (the agent builds its own,
+    simulate mode off the world), else the model ``spec`` names (``local``, ``local:NAME``,
+    ``gguf:PATH``, ``anthropic[:MODEL]`` or ``package.module:attr``)."""
+    if not spec or spec == "offline":
+        return None
+    from causal_middleware.cli.live_agent import load_chat_model
+
+    model = load_chat_model(spec, "model")
+    fields = type(model).model_fields
+    # every reply the agent asks for is one short line; a cap keeps a rambling small model cheap
+    update = {k: v for k, v in (("seed", seed), ("max_tokens", AGENT_MAX_TOKENS)) if k in fields}
+    return model.model_copy(update=update) if update else model
+
+
+def agent_mode(model_spec: str | None, dataset: str, plan: str) -> str:
+    """How the answers came about: ``offline`` (the offline model's reader on the generated world),
+    ``simulated`` (the offline model on a real dataset follows its gold decomposition and finds
+    each gold hop answer in the evidence) or ``live`` (a real model plans and reads), with
+    ``_gold_plan`` appended when the plan was the gold decomposition."""
+    if not model_spec or model_spec == "offline":
+        base = "offline" if dataset == "world" else "simulated"
+    else:
+        base = "live"
+    return f"{base}_gold_plan" if plan == "gold" else base
 
 
 def run_replay(p: dict[str, Any]) -> dict[str, Any]:
@@ -179,9 +294,12 @@ def sweep_env_factory(
     workers: int = 2,
     checkpoints: str | None = None,
     temperature: float = 0.0,
+    model: Any = None,
+    gold_plan: bool = False,
 ) -> Callable[[Any, Any], Any]:
     """``build_env(dataset, store)``: the instrumented reference agent as a sweep environment
-    (``temperature`` > 0: the offline model samples, seeded with ``seed``)."""
+    (``temperature`` > 0: the offline model samples, seeded with ``seed``; ``model``: any chat model
+    instead; ``gold_plan``: the gold decomposition as the agent's plan)."""
     from benchmarks.models.offline import OfflineChatModel
     from benchmarks.reference_agent.adapter import reference_sweep_environment
 
@@ -201,7 +319,10 @@ def sweep_env_factory(
             seed=seed,
             checkpoints=checkpoints,
             max_concurrency=workers,
-            model=OfflineChatModel(seed=seed, temperature=temperature) if temperature else None,
+            model=model
+            if model is not None
+            else (OfflineChatModel(seed=seed, temperature=temperature) if temperature else None),
+            gold_plan=gold_plan,
         )
 
     return build
@@ -233,9 +354,14 @@ def run_fp(p: dict[str, Any]) -> dict[str, Any]:
     dataset_name = p.get("dataset", "world")
     hops = p.get("hops", 3) if dataset_name == "world" else None
     executor_name = p.get("executor", "local")
-    if executor_name != "local" and (p.get("store") or p.get("judge")):
+    model_spec, plan = p.get("model") or "offline", p.get("plan", "model")
+    _check_plan(plan, dataset_name)
+    if executor_name != "local" and (
+        p.get("store") or p.get("judge") or model_spec != "offline" or plan != "model" or p.get("natural")
+    ):
         raise ValueError(
-            f"--executor {executor_name} runs without --store and --judge (both need --executor local)"
+            f"--executor {executor_name} runs without --store, --judge, --model, --plan gold and --natural "
+            "(they need --executor local)"
         )
     dataset = load_dataset(dataset_name, p.get("n", 80), seed=seed, hops=hops)
     spec = ReferenceEnvSpec(
@@ -248,6 +374,10 @@ def run_fp(p: dict[str, Any]) -> dict[str, Any]:
         budget=p.get("budget", 4),
         workers=workers,
     )
+    model = agent_model(model_spec, seed=seed)
+    if model is not None and p.get("progress", False):
+        depths, faults = p.get("depths", [1, 2, 3]), p.get("faults", "structural")
+        _say(expected_time(model, dataset, depths, faults, p.get("site", "trace"), gold_plan=plan == "gold"))
     executor = make_executor(executor_name, workers=workers, address=p.get("address"))
     store: Any = None
     checkpoints = None
@@ -256,6 +386,11 @@ def run_fp(p: dict[str, Any]) -> dict[str, Any]:
 
         store = SqliteSpanStore(p["store"])
         checkpoints = checkpoint_path(p["store"], p.get("checkpoints"))
+        try:
+            _claim_store(store, p["store"], {"model": model_spec, "plan": plan})
+        except ValueError:
+            store.close()
+            raise
     judge_spec = p.get("judge")
     try:
         return run_fp_bench(
@@ -266,11 +401,15 @@ def run_fp(p: dict[str, Any]) -> dict[str, Any]:
                 seed=seed,
                 workers=workers,
                 checkpoints=checkpoints,
+                model=model,
+                gold_plan=plan == "gold",
             ),
             dataset,
             store=store,
             depths=p.get("depths", [1, 2, 3]),
             faults=p.get("faults", "structural"),
+            site=p.get("site", "trace"),
+            natural=p.get("natural", False),
             diagnosers=p.get("diagnosers"),
             chat_model=load_judge(judge_spec) if judge_spec else None,
             judge=judge_spec,
@@ -285,6 +424,9 @@ def run_fp(p: dict[str, Any]) -> dict[str, Any]:
                 "budget": p.get("budget", 4),
                 "store": p.get("store"),
                 "executor": executor_name,
+                "model": model_spec,
+                "plan": plan,
+                "mode": agent_mode(model_spec, dataset_name, plan),
             },
             executor=executor,
             env_spec=spec,
@@ -327,14 +469,21 @@ def run_repair(p: dict[str, Any]) -> dict[str, Any]:
     seed = p.get("seed", 0)
     temperature = p.get("temperature", 0.0)
     executor_name = p.get("executor", "local")
-    if executor_name != "local" and temperature:
+    model_spec, plan = p.get("model") or "offline", p.get("plan", "model")
+    if executor_name != "local" and (temperature or model_spec != "offline" or plan != "model"):
         # the sampling model's draws depend on the order of every call in the process
-        raise ValueError(f"--executor {executor_name} runs at --temperature 0 only")
+        raise ValueError(f"--executor {executor_name} runs the offline model at --temperature 0 only")
+    if model_spec != "offline" and temperature:
+        raise ValueError("--temperature is the offline model's; a --model samples with its own settings")
+    model = agent_model(model_spec, seed=seed)
     env = reference_sweep_environment(
         generate_world(p.get("n", 100), seed=seed),
         store=InMemorySpanStore(),
         seed=seed,
-        model=OfflineChatModel(seed=seed, temperature=temperature) if temperature else None,
+        model=model
+        if model is not None
+        else (OfflineChatModel(seed=seed, temperature=temperature) if temperature else None),
+        gold_plan=plan == "gold",
     )
     # generate_world(n, seed) is load_dataset("world", n, seed) without a hop mix
     spec = ReferenceEnvSpec(dataset="world", n=p.get("n", 100), seed=seed, workers=4)
@@ -361,6 +510,9 @@ def run_repair(p: dict[str, Any]) -> dict[str, Any]:
         env.close()
     results["config"]["temperature"] = temperature
     results["config"]["executor"] = executor_name
+    results["config"]["model"] = model_spec
+    results["config"]["plan"] = plan
+    results["config"]["mode"] = agent_mode(model_spec, "world", plan)
     return results
 
 
@@ -501,15 +653,36 @@ def _cmd_retrieval(args: argparse.Namespace) -> int:
     return _finish(args, result, summarize_retrieval(result), "retrieval")
 
 
+def _model_args(p: Any) -> None:
+    p.add_argument(
+        "--model",
+        metavar="SPEC",
+        default="offline",
+        help="the chat model driving the agent: offline (default; simulate mode on MuSiQue/HotpotQA), "
+        "local, local:NAME, gguf:PATH, anthropic[:MODEL] or package.module:attr; any other than offline "
+        "runs live: the model plans and reads the real passages (replies capped at 64 tokens)",
+    )
+    p.add_argument(
+        "--plan",
+        choices=("model", "gold"),
+        default="model",
+        help="who plans the searches: the model (default) or the question's gold decomposition, "
+        "filled in step by step (plan-and-execute; the model still reads every hop and answers)",
+    )
+
+
 def _register_agent(sub: Any) -> None:
     p = sub.add_parser(
         "agent",
         help="reference agent accuracy on the default world, by hop count and retriever",
-        description="Run every question of the default generated world on the reference agent (offline "
-        "model) with each retriever; accuracy by hop count with bootstrap 95%% intervals.",
+        description="Run every question of the default generated world (or MuSiQue / HotpotQA) on the "
+        "reference agent (offline model, or --model) with each retriever; accuracy by hop count with "
+        "bootstrap 95%% intervals.",
     )
+    p.add_argument("--dataset", choices=DATASETS, default="world", help="question source (default world)")
     p.add_argument("--n", type=int, default=60, help="questions (default 60)")
     p.add_argument("--seed", type=int, default=0, help="world and model seed (default 0)")
+    _model_args(p)
     p.add_argument(
         "--retrievers", nargs="+", choices=("bm25", "dense"), default=["bm25", "dense"], help="(default both)"
     )
@@ -524,6 +697,9 @@ def _cmd_agent(args: argparse.Namespace) -> int:
     _positive(n=args.n, k=args.k, budget=args.budget)
     result = run_agent(
         {
+            "dataset": args.dataset,
+            "model": args.model,
+            "plan": args.plan,
             "n": args.n,
             "seed": args.seed,
             "retrievers": args.retrievers,
@@ -601,6 +777,21 @@ def _register_fp(sub: Any) -> None:
         help="chat model for the LLM diagnosers: a Claude model name (needs $ANTHROPIC_API_KEY) or "
         "package.module:attr",
     )
+    p.add_argument(
+        "--site",
+        choices=("trace", "corpus"),
+        default="trace",
+        help="where faults go: into the hop's recorded evidence (trace, default) or into a private copy "
+        "of the corpus, the hop's retrieval re-run live (corpus: the families of --faults that write a "
+        "passage, i.e. content corruption, false premise and stale evidence)",
+    )
+    _model_args(p)
+    p.add_argument(
+        "--natural",
+        action="store_true",
+        help="also certify the base runs that failed with no fault (the step whose clean replacement "
+        "alone flips the run) and score every diagnoser on them",
+    )
     p.add_argument("--seed", type=int, default=0, help="world, model, fault and bootstrap seed (default 0)")
     p.add_argument("--workers", type=int, default=2, help="questions injected in parallel (default 2)")
     add_executor_args(p)
@@ -652,6 +843,10 @@ def _cmd_fp(args: argparse.Namespace) -> int:
             "hops": args.hops,
             "depths": args.depths,
             "faults": args.faults,
+            "site": args.site,
+            "natural": args.natural,
+            "model": args.model,
+            "plan": args.plan,
             "retriever": args.retriever,
             "diagnosers": args.diagnosers,
             "judge": args.judge,

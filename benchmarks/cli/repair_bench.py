@@ -39,6 +39,19 @@ def register_bench(bench_subparsers: Any) -> None:
         default=0.0,
         help="the offline model's sampling temperature in [0, 1] (default 0: deterministic re-runs)",
     )
+    p.add_argument(
+        "--model",
+        metavar="SPEC",
+        default="offline",
+        help="the chat model driving the agent (as bench fp: offline, local[:NAME], gguf:PATH, "
+        "anthropic[:MODEL], package.module:attr; replies capped at 64 tokens)",
+    )
+    p.add_argument(
+        "--plan",
+        choices=("model", "gold"),
+        default="model",
+        help="who plans the searches: the model (default) or the gold decomposition (plan-and-execute)",
+    )
     add_executor_args(p)
     add_json_arg(p)
     p.set_defaults(func=_bench)
@@ -71,6 +84,8 @@ def _bench(args: argparse.Namespace) -> int:
             "max_injected": args.max_injected,
             "k": args.k,
             "temperature": args.temperature,
+            "model": args.model,
+            "plan": args.plan,
             "executor": args.executor,
             "address": args.address,
             "progress": None if args.json else say,

@@ -73,7 +73,7 @@ from causal_middleware.store.trail import (
     read_trail_trace,
 )
 
-PASSIVE_METHODS = ("information_flow", "rule", "coverage", "holistic", "iterative")
+PASSIVE_METHODS = ("decisive_step", "information_flow", "rule", "coverage", "holistic", "iterative")
 BASELINES = ("first_llm", "last_llm", "first_hop_llm", "random_llm", "random_step", "majority_category")
 OUTSIDE = "outside"  # the group of the steps outside every hop
 

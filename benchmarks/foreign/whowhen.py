@@ -55,7 +55,7 @@ from causal_middleware.store.whowhen import (
     whowhen_files,
 )
 
-PASSIVE_METHODS = ("information_flow", "iterative", "rule", "coverage", "holistic")
+PASSIVE_METHODS = ("decisive_step", "information_flow", "iterative", "rule", "coverage", "holistic")
 BASELINES = ("first_agent", "first_reply", "last", "random")
 
 #: published step-level accuracy with GPT-4o (Who&When paper, with ground truth), for reference only

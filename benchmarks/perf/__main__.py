@@ -1,4 +1,4 @@
-"""``python -m benchmarks.perf --out DIR [--quick] [--n N] [--no-before] [--only PART]``
+"""``python -m benchmarks.perf --out DIR [--quick] [--n N] [--no-before] [--only PART] [--store-runs N]``
 
 Writes ``DIR/perf.json`` and prints every figure of issue 16's "Measured" list beside the
 issue's "today" figure and its target. Parts (each a module of this package):
@@ -9,7 +9,11 @@ issue's "today" figure and its target. Parts (each a module of this package):
 * ``redaction``: the OTLP content policy per run, this checkout's against ``--before-ref``'s;
 * ``store``: the span store at N synthesised runs (default 10,000; ``--quick`` 2,000): ingest,
   bytes per span, listing / filter / ``get_trajectory`` p50s, against git ``HEAD``'s store;
-* ``forks``: a fork's fixed cost, ``frozen`` / ``regenerate`` forks against a fresh run.
+* ``forks``: a fork's fixed cost, ``frozen`` / ``regenerate`` forks against a fresh run;
+* ``--store-runs N`` adds ``store_scale``: a store of N runs synthesised inside SQLite from real
+  runs (:mod:`benchmarks.perf.scale_store`; 1,000,000 runs is about 26 GB and 10 minutes here),
+  its listing / filter / page / ``get_trajectory`` p50s and the ingest rate of its sample; the
+  file is deleted afterwards.
 
 Times come from one process, interleaved, medians: on a shared machine trust the ratios.
 ``perf.json`` keys: one per part (its own figures) and ``summary``: a list of rows ``figure``,
@@ -130,6 +134,51 @@ ROWS: tuple[tuple[str, str, float | None, str, str], ...] = (
     ("label filter 25 % p50, ms", "65 (10k)", 5.0, "store.after.label_25pct_p50_ms", "<="),
     ("label filter 1 match p50, ms", "189 (10k)", 5.0, "store.after.label_1match_p50_ms", "<="),
     ("get_trajectory p50, ms (cache misses)", "~8", 3.0, "store.after.get_trajectory_p50_ms", "<="),
+    (
+        "store at --store-runs: ingest of its sample, spans/s",
+        "7,311",
+        15000.0,
+        "store_scale.ingest_spans_per_s",
+        ">=",
+    ),
+    (
+        "store at --store-runs: list_runs() p50, ms",
+        "22.5 (10k)",
+        5.0,
+        "store_scale.reads.list_runs_p50_ms",
+        "<=",
+    ),
+    (
+        "store at --store-runs: label filter 25 % p50, ms",
+        "65 (10k)",
+        5.0,
+        "store_scale.reads.label_25pct_p50_ms",
+        "<=",
+    ),
+    (
+        "store at --store-runs: label filter 1 match p50, ms",
+        "189 (10k)",
+        5.0,
+        "store_scale.reads.label_1match_p50_ms",
+        "<=",
+    ),
+    ("store at --store-runs: label key filter p50, ms", "-", 5.0, "store_scale.reads.label_key_p50_ms", "<="),
+    ("store at --store-runs: outcome filter p50, ms", "-", 5.0, "store_scale.reads.outcome_p50_ms", "<="),
+    ("store at --store-runs: keyset page p50, ms", "-", 5.0, "store_scale.reads.page_p50_ms", "<="),
+    (
+        "store at --store-runs: get_trajectory p50, ms",
+        "~8",
+        3.0,
+        "store_scale.reads.get_trajectory_p50_ms",
+        "<=",
+    ),
+    (
+        "store at --store-runs: bytes per span (file)",
+        "3,435",
+        1000.0,
+        "store_scale.file_bytes_per_span",
+        "<=",
+    ),
     ("fork fixed cost, ms (replay fork: nothing runs)", "~20", 3.0, "forks.after.fork_fixed_cost_ms", "<="),
     ("frozen fork at hop 1 / fresh run", "1.10x", 0.3, "forks.after.frozen_hop1_x_fresh", "<="),
     ("regenerate fork at hop 1 / fresh run", "1.52x", 1.1, "forks.after.regenerate_hop1_x_fresh", "<="),
@@ -214,11 +263,25 @@ ROWS: tuple[tuple[str, str, float | None, str, str], ...] = (
 def summary(result: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for figure, today, target, path, how in ROWS:
+        if path.startswith("store_scale.") and "store_scale" not in result:
+            continue  # measured only with --store-runs
         now = _get(result, path)
         met = None
         if target is not None and isinstance(now, int | float):
             met = now <= target if how == "<=" else now >= target
         rows.append({"figure": figure, "today": today, "target": target, "now": now, "met": met})
+    scale_runs = _get(result, "store_scale.n_runs")
+    if scale_runs:
+        rows.append(
+            {
+                "figure": f"'store at --store-runs' figures are at {scale_runs:,} runs (copied in SQL from "
+                f"{_get(result, 'store_scale.sample_runs'):,} runs written through write_batch)",
+                "today": "-",
+                "target": None,
+                "now": scale_runs,
+                "met": None,
+            }
+        )
     n_runs = _get(result, "store.n_runs")
     if n_runs:
         rows.append(
@@ -273,8 +336,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, metavar="DIR", help="folder for perf.json")
     parser.add_argument("--quick", action="store_true", help="fewer rounds and runs (about 2 minutes)")
     parser.add_argument("--n", type=int, default=None, help="runs in the synthesised store (default 10000)")
+    parser.add_argument(
+        "--store-runs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="also measure a store of N runs synthesised in SQLite (1000000: ~26 GB, ~10 min; deleted after)",
+    )
+    parser.add_argument(
+        "--store-dir", default=None, metavar="DIR", help="folder for the --store-runs file (default: temp)"
+    )
     parser.add_argument("--no-before", action="store_true", help="skip git HEAD's store in the store part")
-    parser.add_argument("--only", choices=PARTS, action="append", help="only this part (repeatable)")
+    parser.add_argument(
+        "--only", choices=(*PARTS, "store_scale"), action="append", help="only this part (repeatable)"
+    )
     parser.add_argument(
         "--before-ref",
         default="HEAD",
@@ -285,6 +360,14 @@ def main(argv: list[str] | None = None) -> int:
     n_runs = args.n if args.n is not None else (2_000 if args.quick else 10_000)
     if n_runs < 10:
         print(f"error: --n must be at least 10, got {n_runs}", file=sys.stderr)
+        return 2
+    if args.only and "store_scale" in args.only and args.store_runs is None:
+        print("error: --only store_scale needs --store-runs N", file=sys.stderr)
+        return 2
+    if args.store_runs is not None and args.store_runs < 2_000:
+        print(
+            f"error: --store-runs must be at least 2000 (its sample), got {args.store_runs}", file=sys.stderr
+        )
         return 2
     if not _known_revision(args.before_ref):
         print(
@@ -297,10 +380,10 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"error: cannot create --out folder {out}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    from . import forks, overhead, redaction, store
+    from . import forks, overhead, redaction, scale_store, store
 
     result: dict[str, Any] = {"cpus": os.cpu_count(), "quick": args.quick}
-    for part in args.only or PARTS:
+    for part in [p for p in args.only or PARTS if p in PARTS]:
         print(f"running {part} ...", file=sys.stderr)
         if part == "store":
             result["store"] = store.run(
@@ -311,6 +394,13 @@ def main(argv: list[str] | None = None) -> int:
         else:
             module = {"redaction": redaction, "forks": forks}[part]
             result[part] = module.run(quick=args.quick, before_ref=args.before_ref)
+    if args.store_runs is not None:
+        print(f"running store_scale ({args.store_runs:,} runs) ...", file=sys.stderr)
+        result["store_scale"] = scale_store.run(
+            args.store_runs,
+            workdir=args.store_dir,
+            progress=lambda message: print(f"  {message}", file=sys.stderr),
+        )
     result["summary"] = summary(result)
     path = out / "perf.json"
     path.write_text(json.dumps(result, indent=2) + "\n")

@@ -123,6 +123,7 @@ def reference_sweep_environment(
     checkpoints: str | Path | None = None,
     model: Any = None,
     max_concurrency: int = 4,
+    gold_plan: bool = False,
 ) -> SweepEnvironment:
     """A :class:`SweepEnvironment` running the instrumented reference agent over ``dataset``.
 
@@ -130,6 +131,8 @@ def reference_sweep_environment(
     index), so persistent faults can use private index copies. ``checkpoints`` is a SQLite file for
     the LangGraph checkpoints (so a later sweep can fork the stored base runs; default in memory).
     ``model`` defaults to the offline model seeded with ``seed`` (simulate mode off the world).
+    ``gold_plan`` hands the agent each question's gold decomposition as its plan (plan-and-execute:
+    the model reads every hop and answers, the plan's steps are filled in without it).
     Call ``env.close()`` when done.
     """
     from causal_middleware.integrations.langgraph.instrument import instrument
@@ -138,6 +141,7 @@ def reference_sweep_environment(
     from benchmarks.models.offline import OfflineChatModel
     from causal_middleware.retrieval.langchain import IndexRetriever
 
+    from .graph import gold_plan as plan_for
     from .graph import run_question
 
     index = make_index(retriever, dataset) if isinstance(retriever, str) else retriever
@@ -170,7 +174,8 @@ def reference_sweep_environment(
     replayer = Replayer(graph, max_concurrency=max_concurrency)
 
     def run_base(question: Question) -> str:
-        run = run_question(graph, question)
+        plan = plan_for(question) if gold_plan and question.hops else None
+        run = run_question(graph, question, plan=plan)
         if run.run_id is None:
             raise RuntimeError(f"the run of question {question.id} left no trace")
         return run.run_id

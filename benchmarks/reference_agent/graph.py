@@ -101,8 +101,13 @@ def run_question(
     *,
     thread_id: str | None = None,
     config: RunnableConfig | Mapping[str, Any] | None = None,
+    plan: list[str] | None = None,
 ) -> AgentRun:
     """Run one question on a new thread (``thread_id`` defaults to a fresh uuid).
+
+    ``plan``: an upstream planner's sub-questions (``#N`` stands for search N's fact); ``decide``
+    then issues them in order with the facts filled in (plan-and-execute: the model reads every
+    hop and writes the answer). Without one the model plans each search itself.
 
     ``agent`` is the compiled graph or an instrumented one (anything with ``invoke``). For a
     :class:`Question`, the gold answer and labels ride along in ``config["metadata"]``
@@ -120,7 +125,10 @@ def run_question(
         labels = {"question_id": question.id, "n_hops": question.n_hops, "dataset": question.dataset}
         metadata["causal_labels"] = {**labels, **dict(metadata.get("causal_labels") or {})}
         merged["metadata"] = metadata
-    state = agent.invoke({"question": text}, merged)
+    inputs: dict[str, Any] = {"question": text}
+    if plan:
+        inputs["plan"] = list(plan)
+    state = agent.invoke(inputs, merged)
     return AgentRun(
         thread_id=tid,
         question=text,
@@ -131,6 +139,19 @@ def run_question(
         run_id=getattr(agent, "last_run_id", None),
         config={"configurable": {"thread_id": tid}},
     )
+
+
+def gold_plan(question: Question) -> list[str]:
+    """The question's gold decomposition as a plan for :func:`run_question`; MuSiQue's
+    Wikidata-style steps (``"X >> relation"``) read as questions (``"What is the relation of X?"``).
+    HotpotQA's annotated steps are not questions (``"Title >> bridge entity"``): refused."""
+    if question.dataset == "hotpotqa":
+        raise ValueError("HotpotQA's annotated steps are not questions; run it with --plan model")
+    steps = []
+    for hop in question.hops:
+        subject, sep, relation = hop.question.partition(">>")
+        steps.append(f"What is the {relation.strip()} of {subject.strip()}?" if sep else hop.question)
+    return steps
 
 
 def build_world_agent(

@@ -30,10 +30,17 @@ def message_text(message: Any) -> str:
 
 def make_decide(model: BaseChatModel, budget: int) -> Node:
     def decide(state: AgentState) -> dict[str, Any]:
-        """Issue the next sub-query, or decide to answer (always, once the search budget is spent)."""
+        """Issue the next sub-query, or decide to answer (always, once the search budget is spent).
+        With a ``plan`` in the state the next step is the plan's, filled in without a model call."""
         used = len(state.get("queries") or [])
         if used >= budget:
             return {"decision": "answer", "sub_query": None, "stop_reason": "budget"}
+        plan = state.get("plan") or []
+        if plan:  # plan-and-execute: the next step of the planner's plan, its #N filled in
+            if used >= len(plan):
+                return {"decision": "answer", "sub_query": None, "stop_reason": "answered"}
+            step = prompts.fill_plan_step(plan[used], state.get("hops") or [])
+            return {"decision": "search", "sub_query": step, "queries": [step]}
         messages = prompts.decide_messages(state["question"], state.get("hops") or [], used, budget)
         kind, value = prompts.parse_decision(message_text(model.invoke(messages)))
         if kind == "search":

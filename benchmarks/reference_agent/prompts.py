@@ -53,8 +53,10 @@ ANSWER = """Question: {question}
 Facts found so far:
 {facts}
 
-Give the final answer to the question, as short as possible (a name, year or number), or
-"unknown" when the facts do not answer it. Reply with one line:
+Give the final answer to the question, as short as possible (a name, year or number). The
+facts form a chain: each search's fact is the subject of the next, so the answer is usually the
+fact of the last search. Reply "unknown" only when no fact answers the question. Reply with one
+line:
 ANSWER: <the final answer>"""
 
 NO_FACTS = "(none yet)"
@@ -89,6 +91,21 @@ def format_evidence(documents: Sequence[Mapping[str, Any]]) -> str:
 
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
+
+
+_PLAN_REF = re.compile(r"#(\d+)")
+
+
+def fill_plan_step(step: str, hops: Sequence[Mapping[str, Any]]) -> str:
+    """A plan step with each ``#N`` replaced by the fact search N found (``unknown`` when it found
+    none, or when there is no search N yet)."""
+
+    def value(match: re.Match[str]) -> str:
+        n = int(match.group(1))
+        fact = hops[n - 1].get("fact") if 1 <= n <= len(hops) else None
+        return _one_line(fact) if fact else "unknown"
+
+    return _one_line(_PLAN_REF.sub(value, step))
 
 
 def decide_messages(
@@ -136,7 +153,9 @@ def parse_decision(text: str) -> tuple[Literal["search", "answer"], str]:
     """
     for key, value in _fields(text):
         if key == "SUBQUERY" and value:
-            return "search", value
+            # small models echo the facts block's "<search> -> <fact>" layout into the search
+            query = value.split(" -> ")[0].strip()
+            return "search", query or value
         if key == "ANSWER":
             return "answer", value
     return "answer", text.strip()

@@ -4,6 +4,7 @@
 channel         written by  value
 ==============  ==========  =====================================================================
 ``question``    input       the question text
+``plan``        input       optional: an upstream planner's sub-questions (``#N``: search N's fact)
 ``decision``    decide      ``"search"`` or ``"answer"``
 ``sub_query``   decide      the search to run next (None when answering)
 ``queries``     decide      every sub-query issued (``operator.add``: one appended per search)
@@ -25,7 +26,7 @@ them as ``Intervention`` records for fault injection and repair).
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 
 class EvidenceDocument(TypedDict, total=False):
@@ -48,6 +49,7 @@ class HopRecord(TypedDict):
 
 class AgentState(TypedDict, total=False):
     question: str
+    plan: list[str]
     decision: Literal["search", "answer"]
     sub_query: str | None
     queries: Annotated[list[str], operator.add]
@@ -60,6 +62,7 @@ class AgentState(TypedDict, total=False):
 
 class AgentInput(TypedDict):
     question: str
+    plan: NotRequired[list[str]]
 
 
 def document_to_dict(document: Any) -> EvidenceDocument:

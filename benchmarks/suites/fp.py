@@ -24,12 +24,13 @@ options (``path_aware:audit=false``, ``crs:k=2``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -42,12 +43,21 @@ from causal_middleware.attribution.base import Diagnoser, Diagnosis, DiagnosisCo
 from causal_middleware.attribution.registry import available, get_diagnoser
 from causal_middleware.faults.distributed import EnvSpec, ExtraRecord
 from causal_middleware.faults.executor import Executor
-from causal_middleware.faults.model import FAULT_SETS, ContentOutcome, FaultFamily, FaultLabel, UnitRecord
+from causal_middleware.faults.model import (
+    FAULT_SETS,
+    PERSISTABLE_FAMILIES,
+    ContentOutcome,
+    FaultFamily,
+    FaultLabel,
+    FaultSite,
+    UnitRecord,
+)
+from causal_middleware.faults.persistent import corrupted_copy
 from causal_middleware.faults.sweep import SweepEnvironment, latest_records, run_sweep
 from causal_middleware.spans.model import Trajectory
 from causal_middleware.store.base import SpanStore
 from causal_middleware.store.memory import InMemorySpanStore
-from causal_middleware.tasks.model import Dataset, Question
+from causal_middleware.tasks.model import Dataset, Passage, Question
 
 __all__ = [
     "DIAGNOSIS_RECORD",
@@ -77,6 +87,7 @@ class _Unit(NamedTuple):
     recovered: bool
     content_outcome: ContentOutcome | None
     question: Question
+    upserts: list[Passage]
 
 
 class MemoizedEncoder:
@@ -194,9 +205,25 @@ def _units(store: SpanStore, keys: Sequence[str]) -> list[_Unit]:
                 recovered=record.outcome == "recovered",
                 content_outcome=record.content_outcome,
                 question=Question.model_validate(record.question),
+                upserts=list(record.upserts),
             )
         )
     return out
+
+
+@contextlib.contextmanager
+def _corpus_of(env: SweepEnvironment, upserts: Sequence[Passage]) -> Iterator[None]:
+    """Within the block the agent (and every probe, fork and audit) searches the corpus the
+    faulted run searched: its private copy with ``upserts`` when the fault was written there."""
+    if not upserts:
+        yield
+        return
+    if env.scoped_index is None:
+        raise ValueError(
+            "a corpus-site run is diagnosed on its private corpus: the agent must search a ScopedIndex"
+        )
+    with env.scoped_index.override(corrupted_copy(env.scoped_index.base, upserts)):
+        yield
 
 
 def _cached(store: SpanStore, judge: str | None) -> dict[tuple[str, str], Diagnosis]:
@@ -241,10 +268,11 @@ class DiagnoseFailed:
                 backend=env.backend, adapter=env.adapter, index=env.scoped_index, question=question
             )
             blinded = blind(env.store.get_trajectory(record.fork_run_id))
-            for spec in self.specs:
-                diagnosis = _diagnose(spec, blinded, context)
-                payload = {"spec": spec, "judge": None, "diagnosis": diagnosis.model_dump(mode="json")}
-                out.append(ExtraRecord(DIAGNOSIS_RECORD, record.fork_run_id, payload))
+            with _corpus_of(env, record.upserts):
+                for spec in self.specs:
+                    diagnosis = _diagnose(spec, blinded, context)
+                    payload = {"spec": spec, "judge": None, "diagnosis": diagnosis.model_dump(mode="json")}
+                    out.append(ExtraRecord(DIAGNOSIS_RECORD, record.fork_run_id, payload))
         return out
 
 
@@ -267,8 +295,17 @@ def run_fp_bench(
     config: dict[str, Any] | None = None,
     executor: Executor | None = None,
     env_spec: EnvSpec | None = None,
+    site: FaultSite = "trace",
+    natural: bool = False,
 ) -> dict[str, Any]:
     """Inject, diagnose and score (see the module docstring); returns the ``results.json`` dict.
+
+    ``site="corpus"`` writes the faults of ``faults`` that put a passage somewhere (content
+    corruption, false premise, stale evidence) into a private copy of the corpus and re-runs the
+    hop's retrieval on it (:func:`~causal_middleware.faults.sweep.run_sweep`); each failed run is
+    then diagnosed against that same copy, so probes and audits search what the agent searched.
+    ``natural`` also certifies the base runs that failed with no fault (single-step intervention,
+    :mod:`benchmarks.suites.natural`) and scores every diagnoser on them (``results["natural"]``).
 
     ``build_env(dataset, store)`` gives the live agent (its ``close`` is called at the end);
     ``store`` defaults to a fresh in-memory store (pass a SQLite store to resume). ``diagnosers``
@@ -283,6 +320,13 @@ def run_fp_bench(
     specs = list(diagnosers) if diagnosers is not None else default_diagnosers()
     _check_args(depths, specs, workers, bootstrap_B)
     families = _families(faults)
+    if site == "corpus":  # only the families that write a passage have a corpus form
+        families = tuple(f for f in families if f in PERSISTABLE_FAMILIES)
+        if not families:
+            raise ValueError(
+                f"--site corpus needs a family that writes a passage ({', '.join(PERSISTABLE_FAMILIES)}); "
+                f"{faults!r} has none"
+            )
     if not dataset.questions:
         raise ValueError(f"dataset {dataset.name!r} has no questions")
     judge_name = judge or (type(chat_model).__name__ if chat_model is not None else None)
@@ -307,12 +351,21 @@ def run_fp_bench(
             executor=executor,
             env_spec=env_spec,
             follow_up=DiagnoseFailed(tuple(specs)) if remote else None,
+            site=site,
         )
         injected_s = time.perf_counter() - started
         units = _units(store, sweep.keys)
         diagnoses, reused = _diagnose_failed(
             env, store, units, specs, chat_model, judge_name, rediagnose, progress
         )
+        natural_results = None
+        if natural:
+            from benchmarks.suites.natural import natural_failures, score_natural
+
+            failures = natural_failures(env, dataset.questions, seed=seed)
+            natural_results = score_natural(
+                env, failures, specs, _diagnose, chat_model=chat_model, B=bootstrap_B, seed=seed
+            )
     finally:
         env.close()
     fp_units = [
@@ -333,6 +386,7 @@ def run_fp_bench(
         "faults": faults if isinstance(faults, str) else "custom",
         "families": list(families),
         "retriever": env.retriever,
+        "site": site,
         "seed": seed,
         "workers": workers,
         "judge": judge_name,
@@ -341,6 +395,13 @@ def run_fp_bench(
     results = build_results(fp_units, specs, run_config, B=bootstrap_B, seed=seed, min_cell=min_cell)
     elapsed = time.perf_counter() - started
     results["sweep"] = sweep.model_dump(mode="json", exclude={"records", "keys"})
+    results["base"] = {
+        "questions": sweep.questions,
+        "correct": sweep.base_correct,
+        "accuracy": round(sweep.base_correct / sweep.questions, 4) if sweep.questions else None,
+        # base runs that failed with no fault: the agent's own (natural) failures, never faulted
+        "natural_failures": sweep.questions - sweep.base_correct,
+    }
     results["timing"] = {
         "total_s": round(elapsed, 2),
         "inject_s": round(injected_s, 2),
@@ -353,6 +414,8 @@ def run_fp_bench(
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
     }
+    if natural_results is not None:
+        results["natural"] = natural_results
     results["traces"] = [_trace_row(u, specs) for u in fp_units if not u.recovered]
     results["targets"] = check_targets(results)
     return results
@@ -397,20 +460,22 @@ def _diagnose_failed(
             )
             blinded = blind(unit.faulted)
             row: dict[str, Diagnosis] = {}
+            todo = [spec for spec in specs if (run_id, spec) not in cached]
             for spec in specs:
-                bar.update(task, description=f"{unit.question.id} h{unit.label.injected_hop} {spec}")
                 if (run_id, spec) in cached:
                     row[spec] = cached[(run_id, spec)]
                     reused += 1
-                    continue
-                diagnosis = _diagnose(spec, blinded, context)
-                row[spec] = diagnosis
-                store.put_record(
-                    DIAGNOSIS_RECORD,
-                    run_id,
-                    {"spec": spec, "judge": judge, "diagnosis": diagnosis.model_dump(mode="json")},
-                )
-            out[run_id] = row
+            with _corpus_of(env, unit.upserts if todo else []):
+                for spec in todo:
+                    bar.update(task, description=f"{unit.question.id} h{unit.label.injected_hop} {spec}")
+                    diagnosis = _diagnose(spec, blinded, context)
+                    row[spec] = diagnosis
+                    store.put_record(
+                        DIAGNOSIS_RECORD,
+                        run_id,
+                        {"spec": spec, "judge": judge, "diagnosis": diagnosis.model_dump(mode="json")},
+                    )
+            out[run_id] = {spec: row[spec] for spec in specs}
             bar.advance(task)
     return out, reused
 

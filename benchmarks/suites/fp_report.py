@@ -54,6 +54,33 @@ def _r(value: float | None, digits: int = 4) -> float | None:
     return None if value is None else round(value, digits)
 
 
+def _susceptibility(units: Sequence[FPUnit], *, B: int, seed: int) -> dict[str, dict[str, Any]]:
+    """How the agent's model reacts to each fault family: family -> ``injected``, ``recovered``,
+    ``recovery`` (share answered right despite the fault) with its bootstrap ``ci``, and the same by
+    depth (``by_depth``: depth -> [recovered, injected]). A reader that always finds the gold fact
+    recovers where a real one would not; this is the table that shows it."""
+    by_family: dict[str, list[FPUnit]] = defaultdict(list)
+    for u in units:
+        by_family[u.label.family].append(u)
+    out: dict[str, dict[str, Any]] = {}
+    for family, members in sorted(by_family.items()):
+        flags = [float(u.recovered) for u in members]
+        ci = bootstrap_ci(flags, B=B, seed=seed)
+        depths: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for u in members:
+            cell = depths[str(u.label.injected_hop)]
+            cell[0] += int(u.recovered)
+            cell[1] += 1
+        out[family] = {
+            "injected": len(members),
+            "recovered": int(sum(flags)),
+            "recovery": _r(sum(flags) / len(flags)),
+            "ci": [_r(ci[0]), _r(ci[1])] if ci is not None else None,
+            "by_depth": dict(sorted(depths.items())),
+        }
+    return out
+
+
 def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
@@ -112,6 +139,7 @@ def build_results(
         "recovery": {key(d): _r(sum(u.recovered for u in by_depth[d]) / len(by_depth[d])) for d in depths},
         "failed": {key(d): sum(not u.recovered for u in by_depth[d]) for d in depths},
         "excluded": {"ineligible": len(units) - len(kept)},
+        "susceptibility": _susceptibility(kept, B=B, seed=seed),
         "diagnosers": {},
         "outcomes": {},
         "mcnemar": [],
@@ -272,6 +300,22 @@ def render_markdown(results: dict[str, Any]) -> str:
             for d in depths
         ],
     )
+    susceptibility: dict[str, Any] = results.get("susceptibility") or {}
+    if susceptibility:
+        out += ["", "## Susceptibility — recovery by fault family (the agent's model under each fault)", ""]
+        out += _table(
+            ["family", "injected", "recovered", "recovery [95% CI]"],
+            [
+                [
+                    family,
+                    str(row["injected"]),
+                    str(row["recovered"]),
+                    _fmt(row["recovery"])
+                    + (f" [{_fmt(row['ci'][0])}, {_fmt(row['ci'][1])}]" if row["ci"] else ""),
+                ]
+                for family, row in susceptibility.items()
+            ],
+        )
     out += [
         "",
         "## Table 2 — exact-hop accuracy on failed traces, by depth [bootstrap 95% CI]",

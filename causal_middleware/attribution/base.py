@@ -81,6 +81,11 @@ class ProbeRecord(BaseModel):
     fork_run_id: str | None = None
     answer: str | None = None
     restored: bool | None = Field(default=None, description="the fork's answer is correct; None: unknown")
+    uninformative: bool = Field(
+        default=False,
+        description="the repair retrieved exactly the evidence the hop already had, so no fork was run: "
+        "the probe neither confirms nor clears the hop",
+    )
     error: str | None = None
 
 

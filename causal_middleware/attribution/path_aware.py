@@ -31,8 +31,11 @@ AgenticRAG-FP's future work, built. Three stages:
    retried with the suffix regenerated (the frozen suffix may hold back what the repair needs),
    then the hop that produced the entity this hop searched for becomes the next suspect (the
    entity itself may be wrong even though evidence about it exists, e.g. a corruption into
-   another real name). The first suspect whose repair restores a correct answer is the
-   diagnosis; at most ``max_probes`` probes are spent. When no probe confirms a suspect, or another suspect at a
+   another real name). A repair that retrieves exactly the evidence the hop already had runs no
+   fork and clears nothing (``uninformative``: a fault in the corpus itself looks like this), and
+   when a repair restores the answer only by replacing the entity its hop searched for, the blame
+   moves to the hop that produced that entity, on up the chain while that holds. The first
+   suspect whose repair restores a correct answer is the diagnosis; at most ``max_probes`` probes are spent. When no probe confirms a suspect, or another suspect at a
    different hop is as strong as the confirmed one and was not ruled out, the diagnosis is marked
    ``uncertain`` and ``candidates`` lists the entangled hops, best first.
 
@@ -55,9 +58,11 @@ from causal_middleware.attribution.base import (
     DiagnosisContext,
     DiagnosisCost,
     ProbeMode,
+    ProbeRecord,
 )
 from causal_middleware.attribution.hops import HopView, hop_views, question_text
 from causal_middleware.attribution.provenance import (
+    BridgeLink,
     HopSignals,
     TokenTrace,
     bridge_links,
@@ -66,7 +71,14 @@ from causal_middleware.attribution.provenance import (
     trace_terms,
     wrong_terms,
 )
-from causal_middleware.attribution.repair_op import ProbeBudgetExhausted, ProbeRunner, repair_k
+from causal_middleware.attribution.repair_op import (
+    ProbeBudgetExhausted,
+    ProbeRunner,
+    RepairUnavailable,
+    clean_subquery,
+    repair_k,
+)
+from causal_middleware.attribution.text import terms
 from causal_middleware.counterfactual.candidates import candidate_steps
 from causal_middleware.counterfactual.crs import compute_crs
 from causal_middleware.counterfactual.verifiers import CallableVerifier
@@ -306,22 +318,27 @@ class PathAwareDiagnoser(Diagnoser):
             if modes[0] == "frozen":
                 modes.append("regenerate")  # a frozen suffix may hold back what the repair needs
             restored: bool | None = None
+            last: ProbeRecord | None = None
             for mode in modes:
                 if spent >= self.max_probes:
                     break
                 try:
-                    record = (recorded if suspect.audited else runner).probe(suspect.hop, mode)
+                    last = (recorded if suspect.audited else runner).probe(suspect.hop, mode)
                 except ProbeBudgetExhausted as exc:
                     details["budget_exhausted"] = str(exc)
                     return None, ruled_out
+                if last.uninformative:
+                    break  # no fork was run: the other mode would re-read the same evidence too
                 spent += 1
-                restored = record.restored
+                restored = last.restored
                 if restored or restored is None:
                     break
-            if restored:
-                return suspect, ruled_out
-            if restored is False:
-                ruled_out.add(suspect.hop)
+            if restored and last is not None:
+                return self._entity_source(suspect, last, links, views, runner, ruled_out, details), ruled_out
+            uninformative = last is not None and last.uninformative
+            if restored is False or uninformative:
+                if restored is False:
+                    ruled_out.add(suspect.hop)  # an uninformative probe clears nothing
                 source = links[suspect.hop].source if suspect.hop in links else None
                 if source is not None and source not in ruled_out:
                     queue = [s for s in queue if s.hop != source]
@@ -338,6 +355,57 @@ class PathAwareDiagnoser(Diagnoser):
                         ),
                     )
         return None, ruled_out
+
+    @staticmethod
+    def _entity_source(
+        confirmed: Suspect,
+        record: ProbeRecord,
+        links: dict[int, BridgeLink],
+        views: list[HopView],
+        runner: ProbeRunner,
+        ruled_out: set[int],
+        details: dict[str, Any],
+    ) -> Suspect:
+        """The hop to blame once repairing ``confirmed`` restored the answer: that hop, unless its
+        repair had to replace the entity it searched for. Then the hop that produced the entity was
+        wrong (its own repair, when tried, was uninformative and cleared nothing), and the blame
+        moves to it, on up the chain while the same holds."""
+        question = runner.context.question
+        if record.sub_query_source != "gold" or question is None:
+            return confirmed
+        by_index = {v.index: v for v in views}
+        hop, repaired = confirmed.hop, terms(record.sub_query)
+        moved: list[int] = []
+        while True:
+            link = links.get(hop)
+            if link is None or link.source is None or not link.terms:
+                break
+            source = link.source
+            if source in ruled_out or source not in by_index:
+                break
+            if set(link.terms) <= repaired:
+                break  # the repair kept the entity: the hop that produced it was right
+            moved.append(source)
+            hop = source
+            try:
+                repaired = terms(clean_subquery(by_index[hop], question)[0])
+            except RepairUnavailable:
+                break
+        if not moved:
+            return confirmed
+        details["upstream_of"] = confirmed.hop
+        return Suspect(
+            hop=hop,
+            strength=confirmed.strength,
+            path="bridge",
+            reasons=[
+                *confirmed.reasons,
+                f"repairing hop {confirmed.hop} restored the answer only by replacing the entity it "
+                f"searched for, which hop {moved[0]} produced"
+                + (f" from hop {hop}'s" if len(moved) > 1 else "")
+                + "; that hop's evidence could not be repaired by re-retrieval",
+            ],
+        )
 
     # -- the diagnosis ---------------------------------------------------------------------------
     def _diagnose(self, trajectory: Trajectory, context: DiagnosisContext) -> Diagnosis:
@@ -374,12 +442,22 @@ class PathAwareDiagnoser(Diagnoser):
         if k is not None:
             probe_context = context.model_copy(update={"repair_k": k})
             details["repair_k"] = k
-        runner = ProbeRunner(trajectory, probe_context, cost, views) if can_probe else None
+        runner = (
+            ProbeRunner(trajectory, probe_context, cost, views, skip_uninformative=True)
+            if can_probe
+            else None
+        )
         last_hop = views[-1].index if views else 0
         confirmed: Suspect | None = None
         ruled_out: set[int] = set()
         if runner is not None:
-            recorded = ProbeRunner(trajectory, recorded_query_context(probe_context), cost, views)
+            recorded = ProbeRunner(
+                trajectory,
+                recorded_query_context(probe_context),
+                cost,
+                views,
+                skip_uninformative=True,
+            )
             recorded.records = runner.records  # one probe log, in the order the probes ran
             confirmed, ruled_out = self._probe(runner, recorded, ranked, views, question, last_hop, details)
         scores = {f"hop:{v.index}": 0.0 for v in views}
@@ -421,8 +499,9 @@ class PathAwareDiagnoser(Diagnoser):
         sev, propagation = impact(views, question, chosen.hop)
         why = "; ".join(chosen.reasons)
         if confirmed is not None:
-            record = next(r for r in probes if r.hop == chosen.hop and r.restored)
-            why += f"; repairing hop {chosen.hop} ({record.mode} suffix) restored a correct answer"
+            restored_hop = details.get("upstream_of", chosen.hop)
+            record = next(r for r in probes if r.hop == restored_hop and r.restored)
+            why += f"; repairing hop {restored_hop} ({record.mode} suffix) restored a correct answer"
         elif probes:
             why += "; no probe confirmed it"
         return Diagnosis(

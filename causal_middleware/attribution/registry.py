@@ -1,7 +1,7 @@
 """Diagnosers by name: ``get_diagnoser("path_aware", audit=False)``, ``available()``.
 
 Names: ``rule``, ``coverage``, ``llm_judge``, ``frozen_hop``, ``suffix_regen``, ``holistic``,
-``holistic_llm``, ``iterative``, ``iterative_llm``, ``crs``, ``path_aware``, ``information_flow``, ``all_at_once``. Register another
+``holistic_llm``, ``iterative``, ``iterative_llm``, ``crs``, ``path_aware``, ``information_flow``, ``decisive_step``, ``all_at_once``. Register another
 with :func:`register` (a :class:`~causal_middleware.attribution.base.Diagnoser` subclass).
 """
 
@@ -13,6 +13,7 @@ from causal_middleware.attribution.all_at_once import AllAtOnceDiagnoser
 from causal_middleware.attribution.base import Diagnoser
 from causal_middleware.attribution.coverage import CoverageDiagnoser
 from causal_middleware.attribution.crs import CRSDiagnoser
+from causal_middleware.attribution.decisive_step import DecisiveStepDiagnoser
 from causal_middleware.attribution.frozen_hop import FrozenHopDiagnoser
 from causal_middleware.attribution.holistic import HolisticDiagnoser, HolisticLLMDiagnoser
 from causal_middleware.attribution.information_flow import InformationFlowDiagnoser
@@ -50,6 +51,7 @@ for _cls in (
     CRSDiagnoser,
     PathAwareDiagnoser,
     InformationFlowDiagnoser,
+    DecisiveStepDiagnoser,
     AllAtOnceDiagnoser,
 ):
     register(_cls)

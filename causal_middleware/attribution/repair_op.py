@@ -18,6 +18,10 @@ verifier: ``mode="regenerate"`` re-runs everything after the repaired retrieval 
 regeneration); ``mode="frozen"`` holds every other step at its recorded output and re-runs only
 the repaired hop's steps after its retrieval (its reading of the new evidence) and the answer
 node, or the node names in ``DiagnosisContext.frozen_rerun``. Every probe is one re-execution.
+With ``skip_uninformative`` (``path_aware``'s runner) a repair that retrieves exactly the evidence
+the hop already had runs no fork (it would repeat the failure) and its record says
+``uninformative``: such a probe neither confirms nor clears the hop (a fault in the corpus itself
+looks like this). The seed diagnosers keep forking, as their published protocols do.
 """
 
 from __future__ import annotations
@@ -166,6 +170,10 @@ def repair_hop(
     )
 
 
+def _same_evidence(repaired: Sequence[Document], recorded: Sequence[Document]) -> bool:
+    return [(d.id, d.text) for d in repaired] == [(d.id, d.text) for d in recorded]
+
+
 class ProbeRunner:
     """Runs repair probes on one failed run, counting cost and honouring the re-execution budget.
 
@@ -178,9 +186,12 @@ class ProbeRunner:
         context: DiagnosisContext,
         cost: DiagnosisCost,
         views: Sequence[HopView] | None = None,
+        *,
+        skip_uninformative: bool = False,
     ) -> None:
         if context.backend is None:
             raise RepairUnavailable("probes need a fork backend (a live agent)")
+        self.skip_uninformative = skip_uninformative
         self.trajectory = trajectory
         self.context = context
         self.cost = cost
@@ -228,7 +239,16 @@ class ProbeRunner:
             sub_query_source=repair.source,
             n_documents=len(repair.documents),
         )
+        view = next((v for v in self.views if v.index == hop), None)
+        if self.skip_uninformative and view is not None and _same_evidence(repair.documents, view.documents):
+            # re-running the hop would read what it read before: a fault there (a corrupted corpus,
+            # say) cannot be repaired this way, and a fork would only repeat the failure
+            record.uninformative = True
+            self._cache[key] = record
+            self.records.append(record)
+            return record
         iv = repair.intervention
+        rerun = self.rerun_for(hop) if mode == "frozen" else None
         backend = self.context.backend
         assert backend is not None
         self.cost.reexecutions += 1
@@ -240,7 +260,7 @@ class ProbeRunner:
                 step=iv.langgraph_step,
                 values=iv.values,
                 mode=mode,
-                rerun=self.rerun_for(hop) if mode == "frozen" else None,
+                rerun=rerun,
                 intervention_kind="repair",
                 labels={
                     "attribution_probe": {"parent_run_id": self.trajectory.run_id, "hop": hop, "mode": mode}

@@ -119,8 +119,11 @@ def resolve_authority(sources: Sequence[SourceInfo]) -> AuthorityDecision:
     return AuthorityDecision(winner=ranked[0].path, rule=rule, ranking=[s.path for s in ranked])
 
 
-def _status(s: SourceInfo) -> int | None:
-    return STATUS_RANK.get(s.status.lower(), 1) if s.status else None
+UNSET_STATUS = 1  # a page that declares no status ranks with drafts: below official, above deprecated
+
+
+def _status(s: SourceInfo) -> int:
+    return STATUS_RANK.get(s.status.lower(), UNSET_STATUS) if s.status else UNSET_STATUS
 
 
 def _level(s: SourceInfo) -> int | None:

@@ -16,11 +16,15 @@ from pydantic import BaseModel, Field
 
 from causal_middleware.context.text import (
     CONVERSATION_WORDS,
+    MEASURED_KINDS,
+    contains,
     content_tokens,
     find_values,
+    in_answer_units,
     normalize,
     relevance,
     same_value,
+    sentences,
     stem,
     value_kind,
     with_number,
@@ -58,6 +62,7 @@ _PRESCRIPTIVE = re.compile(
     r"were supposed to|forgot to|didn't|did not|never|always|can't|cannot|can not|couldn't|won't)(?:\s+have)?|"
     r"\b(?:aren't|weren't) you (?:supposed|meant|required) to|\b(?:shouldn't|should|didn't|don't|couldn't|can't|wouldn't) you(?: have| need to)?|"
     r"\b(?:how|why) (?:can|could|would|did|do) you|"
+    r"(?:^|(?<=[.!?]\s))\s*(?:please\s+)?(?:don't|do not|never)(?!\s+(?:worry|mind|bother|forget|hesitate)\b)|"
     r"\b(?:shouldn't|should not) (?:this|that|it)(?: have)?)"
     r"\s+(?P<clause>[^.;!?]+)",
     _I,
@@ -66,7 +71,7 @@ _TAG_QUESTION = re.compile(
     r",?\s*(?:are|aren't|do|don't|did|didn't|is|isn't|should|shouldn't|can|can't|will|won't|right)\s*(?:you|it|they|I)?\s*$",
     _I,
 )
-STRONG_VALUE_KINDS = ("money", "percent", "duration", "date", "time", "size", "measure")
+STRONG_VALUE_KINDS = MEASURED_KINDS
 _TOOL_GOT = re.compile(
     r"\b(?:invalid|unknown|unsupported|unrecognized|unrecognised|bad|got|received|rejected)\s+"
     r"(?:value\s+|parameter\s+|field\s+|format\s+|argument\s+|code\s+)?['\"`](?P<got>[^'\"`]+)['\"`]",
@@ -114,6 +119,58 @@ def _is_judgement(phrase: str) -> bool:
     return not words or all(w in CONVERSATION_WORDS for w in words)
 
 
+_REQUEST_OPENING = re.compile(
+    r"^(?:please|can|could|would|will|let's|let me)\b(?!\s+you\s+even\b)|^(?:i|we)(?:'d| would| want| need| wanna)\b",
+    _I,
+)
+# An obligation or a permission ("needs to", "had to", "allowed to", "supposed to", "must").
+_DEONTIC = re.compile(
+    r"\b(?:needs? to|has to|have to|had to|must|ought to|(?:supposed|allowed|permitted|required|meant) to)\b",
+    _I,
+)
+_FIRST_PERSON_WORD = re.compile(r"\b(?:i|we|me|us)\b", _I)
+# A question that opens with an auxiliary or a question word asks for information...
+_ASKING = re.compile(
+    r"^(?:do|does|did|can|could|should|shall|must|will|would|is|are|am|was|were|have|has|how|what|when|"
+    r"where|which|who|why)\b(?P<subject>\s+\w+)?",
+    _I,
+)
+_QUESTION_WORD = re.compile(r"\b(?:how|what|when|where|which|who|whom|whose|why|whether)\b", _I)
+# ...unless it questions the agent itself ("are you even allowed to ...?").
+_AGENT_SUBJECT = re.compile(r"^\s+you\b", _I)
+# The agent's own advice quoted back to it ("You told me to ...", "You said ...").
+_AGENT_ADVICE = re.compile(
+    r"^you\s+(?:just\s+|already\s+|literally\s+)?(?:told|said|advised|suggested|asked)\b", _I
+)
+# Something the user expected has not happened ("nobody has looked at it yet").
+_UNMET = re.compile(r"(?:^|[,;:]\s*)(?:nobody|no one|no-one|none|nothing|not even)\b[^?]*\byet\b", _I)
+
+
+def behavioural_objection(sentence: str) -> bool:
+    """A reply to the agent's answer that objects to what it did, read from the sentence's
+    structure rather than correction words: an obligation or permission that binds someone other
+    than the user ("Surely someone has to check it first?", "I thought this had to be signed",
+    "Are you even allowed to ...?"), the agent's advice quoted back ("You told me to ..."), or an
+    expected step that has not happened ("nobody has even looked at it yet"). A question asking
+    what the user must do ("Do I need to ...?") and a request are not objections."""
+    text = sentence.strip()
+    if _AGENT_ADVICE.match(text) or _UNMET.search(text):
+        return True
+    if _REQUEST_OPENING.match(text):
+        return False
+    m = _DEONTIC.search(text)
+    if m is None:
+        return False
+    before = text[: m.start()].split()[-2:]
+    if any(_FIRST_PERSON_WORD.fullmatch(w.strip(",")) for w in before):
+        return False
+    asking = _ASKING.match(text)
+    if asking is not None:
+        return bool(asking.group("subject") and _AGENT_SUBJECT.match(asking.group("subject")))
+    # "We were burgled, how quickly must it be reported?" asks in a later clause.
+    return not (text.endswith("?") and _QUESTION_WORD.search(text))
+
+
 def correction_delta(
     correction: str, answer: str | None
 ) -> tuple[DeltaKind, str | None, str | None, str | None]:
@@ -131,7 +188,7 @@ def correction_delta(
     spans = [
         span
         for _kind, span in find_values(correction)
-        if not (got and same_value(span, got)) and not (got_span and normalize(span) in normalize(got_span))
+        if not (got and same_value(span, got)) and not (got_span and contains(got_span, span))
     ]
     # A value the agent itself stated is the user citing the answer ("it used to be X but it's Y
     # now"), not what it should have been: prefer a value the answer does not contain.
@@ -163,8 +220,18 @@ def correction_delta(
         )
     ):
         return "behaviour", correction.strip(), None, instruction_from(correction)
+    if (expected is None or value_kind(expected) not in STRONG_VALUE_KINDS) and any(
+        behavioural_objection(sent) for sent in sentences(correction)
+    ):
+        return "behaviour", correction.strip(), None, instruction_from(correction)
     if expected is None:
         return "none", None, got, None
+    if got is not None and answer and value_kind(expected) == "number" and value_kind(got) == "number":
+        # "100, not 50" against "50 GB": both numbers are in the answer's unit.
+        answer_values = find_values(answer)
+        (_, got_m), (_, exp_m) = in_answer_units([("number", got), ("number", expected)], answer_values)
+        if any(same_value(got_m, v) for _, v in answer_values):
+            got, expected = got_m, exp_m
     if got is None and answer and value_kind(expected) == "number":
         # A bare number against a measured answer ("it's 100" after "50 GB") is in the answer's unit.
         measured = [
@@ -282,6 +349,8 @@ def tool_error_delta(output: str, args_text: str = "") -> tuple[str | None, str 
     if got is None:
         in_args = [q for q in quoted if q and _in_args(q, args_text)]
         got = in_args[0] if in_args else None
+    if expected is None and data is not None:
+        expected = _missing_required(data, args_text, got)
     if expected is None and allowed:
         expected = _closest_allowed(got, allowed)
     if expected is None and not allowed:
@@ -291,6 +360,22 @@ def tool_error_delta(output: str, args_text: str = "") -> tuple[str | None, str 
     if expected is not None and got is not None and normalize(expected) == normalize(got):
         expected = None
     return expected, got
+
+
+_REQUIRED_KEYS = re.compile(r"(?:required|missing|mandatory)", _I)
+
+
+def _missing_required(data: Any, args_text: str, got: str | None) -> str | None:
+    """The one field a structured error lists as required (``{"required": ["a", "b"]}``) that the
+    call did not send: the name the call should have used instead of ``got``."""
+    sent = _structured(args_text)
+    keys = {str(k) for k in sent} if isinstance(sent, dict) else set()
+    for key, value in _walk(data):
+        if isinstance(value, list) and _REQUIRED_KEYS.search(key):
+            absent = [str(v) for v in value if v not in keys and v != got]
+            if len(absent) == 1:
+                return absent[0]
+    return None
 
 
 def _in_args(value: str, args_text: str) -> bool:
@@ -358,12 +443,33 @@ def allowed_values(output: str) -> list[str]:
         for key, value in _walk(data):
             if isinstance(value, list) and _ALLOWED_KEYS.search(key):
                 out += [v for v in value if v not in out]
-    for m in _ALLOWED.finditer(error_text(output)):
+    text = error_text(output)
+    for m in _ALLOWED.finditer(text):
         for part in re.split(r",|\bor\b|\band\b|\|", m.group("list") or m.group("list2") or ""):
             part = part.strip().strip("'\"`[]{}").strip()
             if part and len(part.split()) <= 3 and part not in out:
                 out.append(part)
+    if not out:
+        out = enumeration(text)
     return out
+
+
+_ENUMERATION = re.compile(r":\s*(?P<list>[^.;:()\n]+)")
+_IDENTIFIER = re.compile(r"[\w][\w./-]*")
+
+
+def enumeration(text: str) -> list[str]:
+    """The values of a list an error introduces with a colon, whatever its label ("Accepted
+    arguments: a, b, c", "Try: x | y"): two or more separated items, each a single identifier-like
+    token. A colon before a sentence ("Error: the request failed") introduces no list."""
+    for m in _ENUMERATION.finditer(text):
+        parts = [
+            p.strip().strip("'\"`[]{}").strip() for p in re.split(r",|\bor\b|\band\b|\|", m.group("list"))
+        ]
+        parts = [p for p in parts if p]
+        if len(parts) >= 2 and all(_IDENTIFIER.fullmatch(p) for p in parts):
+            return list(dict.fromkeys(parts))
+    return []
 
 
 _PRONOUNS = (

@@ -16,15 +16,20 @@ from typing import Literal
 from langchain_core.language_models import BaseChatModel
 
 from causal_middleware.context.conversation import Conversation, ConversationNode, NodeType
+from causal_middleware.context.delta import behavioural_objection
 from causal_middleware.context.signals import Detection, Signal, SignalType
 from causal_middleware.context.text import (
+    MEASURED_KINDS,
+    QUESTION_WORDS,
     content_tokens,
     expand_informal,
     find_values,
+    in_answer_units,
     jaccard,
     quote,
     same_value,
     sentences,
+    share_stem,
     stem,
     term_seq,
     term_set,
@@ -224,6 +229,7 @@ def detect_offline(conversation: Conversation) -> Detection:
         signals += _unrelated_weak_cues(conversation, node, _language_signals(node))
     signals += _supplied_answers(conversation, signals)
     signals += _contradictions(conversation, signals)
+    signals += _pushback(conversation, signals)
     signals += _tool_errors(conversation)
     signals += _repetitions(user_nodes)
     signals += _drift(conversation)
@@ -301,24 +307,49 @@ def _unrelated_weak_cues(
     return [s for s in found if not (s.type == SignalType.CORRECTION and s.confidence <= WEAK_CUE)]
 
 
+# A negation in a reply: "can't", "nothing", "no ...", "not", "without".
+_NEGATION = re.compile(r"\b(?:no|not|nothing|none|never|nowhere|cannot|without)\b|n't\b", _I)
+
+
+def states_absence(reply: str, asked: str | list[str]) -> bool:
+    """The reply says the thing asked about is not there: it negates, names the subject that was
+    asked or searched for (shares a word with ``asked``), and states no value of its own. Read from
+    that structure, not from a list of "not found" phrasings ("I can't see anything on the X",
+    "there's nothing about the X that I can find", "no X is listed")."""
+    text = expand_informal(reply)
+    if not _NEGATION.search(text) or text.rstrip().endswith("?"):
+        return False
+    if any(kind in MEASURED_KINDS for kind, _ in find_values(text)):
+        return False
+    texts = [asked] if isinstance(asked, str) else asked
+    return share_stem(
+        term_set(text, drop=QUESTION_WORDS), {t for a in texts for t in term_set(a, drop=QUESTION_WORDS)}
+    )
+
+
 def _supplied_answers(conversation: Conversation, found: list[Signal]) -> list[Signal]:
-    """A user turn that states a value right after the agent said it could not find the answer."""
+    """A user turn that states a value right after the agent said it could not find the answer:
+    a stock "could not find" phrase, or any reply that states the asked subject's absence
+    (:func:`states_absence`) followed by a statement carrying a value."""
     out = []
     corrected = {s.node_id for s in found if s.type == SignalType.CORRECTION}
     last_agent: ConversationNode | None = None
+    asked: list[str] = []
     for n in conversation.nodes:
         if n.type == NodeType.AGENT:
             last_agent = n
+        elif n.type in (NodeType.KB_RETRIEVAL, NodeType.SKILL_LOOKUP):
+            asked.append(n.content)
         elif n.type == NodeType.USER:
-            if (
-                last_agent is not None
-                and n.id not in corrected
-                and _AGENT_FAILED.search(last_agent.content)
-                and any(
-                    not sent.endswith("?") and (find_values(sent) or _STATEMENT.search(sent))
-                    for sent in sentences(n.content)
-                )
-            ):
+            statements = [sent for sent in sentences(n.content) if not sent.endswith("?")]
+            failed = last_agent is not None and (
+                bool(_AGENT_FAILED.search(last_agent.content))
+                and any(find_values(sent) or _STATEMENT.search(sent) for sent in statements)
+                or states_absence(last_agent.content, asked)
+                and any(find_values(sent) for sent in statements)
+            )
+            asked = [n.content]
+            if last_agent is not None and n.id not in corrected and failed:
                 out.append(
                     Signal(
                         type=SignalType.CORRECTION,
@@ -332,7 +363,7 @@ def _supplied_answers(conversation: Conversation, found: list[Signal]) -> list[S
     return out
 
 
-CONTRADICTION_KINDS = ("money", "percent", "duration", "date", "time", "size", "measure")
+CONTRADICTION_KINDS = MEASURED_KINDS
 
 # Leading words that carry no subject ("well, ...", "hmm, ...", "oh ...").
 _LEAD_IN = re.compile(
@@ -397,12 +428,16 @@ def _contradictions(conversation: Conversation, found: list[Signal]) -> list[Sig
                     shape = statement_kind(sent)
                     if shape in ("question", "request"):
                         continue
-                    values = find_values(sent)
+                    values = in_answer_units(find_values(sent), said)
                     contrast = any(same_value(v, a) for _, v in values for _, a in said)
                     terms = set(term_seq(sent))
                     refers = not terms or bool(terms & answer_terms)
                     stated = bool(_STATEMENT.search(sent))
-                    if not (contrast or shape == "assertion" or (stated and refers)):
+                    # "The letter says X", "I was told X": the user reports what a source states,
+                    # an assertion about the world whatever the sentence opens with.
+                    reported = bool(_REPORTED.search(sent))
+                    stated = stated or reported
+                    if not (contrast or shape == "assertion" or (stated and (refers or reported))):
                         continue
                     hit = next(
                         (
@@ -423,6 +458,8 @@ def _contradictions(conversation: Conversation, found: list[Signal]) -> list[Sig
                             ),
                             None,
                         )
+                    if hit is None and not said_strong and stated and (refers or contrast):
+                        hit = _other_count(values, said)
                     if hit:
                         out.append(
                             Signal(
@@ -431,6 +468,80 @@ def _contradictions(conversation: Conversation, found: list[Signal]) -> list[Sig
                                 node_id=n.id,
                                 evidence=quote(f"{n.content} (the agent said {hit[1][0]})"),
                                 confidence=hit[2],
+                            )
+                        )
+                        break
+            last_agent = None
+    return out
+
+
+# Reported speech: a source's statement relayed by the user ("the letter says", "I was told",
+# "according to ..."). Grammar, not a domain's vocabulary.
+_REPORTED = re.compile(
+    r"\b(?:says?|said|told|tells|states?|stated|shows?|showed|shown|reads|quotes?|quoted|lists?|listed|"
+    r"mentions?|mentioned|heard|according to)\b",
+    _I,
+)
+
+
+def _other_count(
+    values: list[tuple[str, str]], said: list[tuple[str, str]]
+) -> tuple[str, list[str], float] | None:
+    """A count that differs from the answer's one count ("up to 3 renewals" -> "it's 5 renewals" or
+    "5, not 3"): the answer states a single bare number and the statement another (years aside)."""
+    counts = {v for k, v in said if k == "number" and not _YEAR.fullmatch(v)}
+    if len(counts) != 1:
+        return None
+    (count,) = counts
+    for kind, value in values:
+        if kind == "number" and not _YEAR.fullmatch(value) and value != count:
+            return value, [count], 0.75
+    return None
+
+
+_YEAR = re.compile(r"(?:19|20)\d\d")
+
+# A prohibition addressed to the agent ("Don't read out my ...", "Never tell ...") and a rhetorical
+# question about what the agent may do ("How can you be sure of ...?", "Why would you send ...?").
+# Their shape is generic; whether they push back on the answer is decided by what they refer to.
+_PROHIBITION = re.compile(
+    r"^(?:please\s+)?(?:don't|do not|never)\s+(?!worry\b|mind\b|bother\b|forget\b|hesitate\b)(?P<verb>[a-z]+)\b",
+    _I,
+)
+_RHETORICAL = re.compile(
+    r"^(?:so\s+)?(?:how|why)\s+(?:can|could|would|did|do|are)\s+you\s+(?:even\s+|just\s+)?"
+    r"(?!help\b|tell\b|explain\b|show\b|find\b|check\b|make sure\b|get\b|know\b|see\b)(?P<verb>[a-z]+)\b",
+    _I,
+)
+
+
+def _pushback(conversation: Conversation, found: list[Signal]) -> list[Signal]:
+    """A user turn that pushes back on what the agent just said or did, with no correction words:
+    a prohibition or a rhetorical "how can you ...?" whose object is what the answer was about (it
+    shares a content word with the answer). "Don't forget to ..." and a question about something
+    the answer never mentioned are not pushback."""
+    out = []
+    flagged = {s.node_id for s in found if s.type == SignalType.CORRECTION}
+    last_agent: ConversationNode | None = None
+    for n in conversation.nodes:
+        if n.type == NodeType.AGENT:
+            last_agent = n
+        elif n.type == NodeType.USER:
+            if last_agent is not None and n.id not in flagged:
+                answer_terms = set(term_seq(last_agent.content))
+                for sent in sentences(expand_informal(n.content)):
+                    body = _LEAD_IN.sub("", sent.strip())
+                    m = _PROHIBITION.match(body) or _RHETORICAL.match(body)
+                    if (
+                        m and share_stem(set(term_seq(body[m.start("verb") :])), answer_terms)
+                    ) or behavioural_objection(body):
+                        out.append(
+                            Signal(
+                                type=SignalType.CORRECTION,
+                                turn=n.turn,
+                                node_id=n.id,
+                                evidence=quote(f"{n.content} (after: {last_agent.content})"),
+                                confidence=0.8,
                             )
                         )
                         break

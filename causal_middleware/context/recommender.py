@@ -33,12 +33,15 @@ from causal_middleware.context.recommendation import (
 from causal_middleware.context.root_cause import ContextDiagnosis
 from causal_middleware.context.text import (
     CONVERSATION_WORDS,
+    QUESTION_WORDS,
     contains,
+    content_tokens,
     coverage,
     find_values,
     jaccard,
     quote,
     relevance,
+    share_stem,
     slugify,
     stem,
     subject_phrase,
@@ -48,6 +51,7 @@ from causal_middleware.context.text import (
 from causal_middleware.context.workspace import (
     KBEntry,
     Workspace,
+    first_heading,
     split_front_matter,
 )
 
@@ -413,7 +417,9 @@ class _Recommender:
 
     # --- knowledge base -------------------------------------------------------------------
     def _query(self) -> str:
-        parts = [subject_phrase(self.question)]
+        # What the user says the value is for ("the X is <value>") names the page better than the
+        # question whose wording led the search astray.
+        parts = [subject_phrase(self.subject_text)]
         if self.delta.expected:
             parts.append(self.delta.expected)
         return " ".join(p for p in parts if p)
@@ -540,8 +546,10 @@ class _Recommender:
         sent = claim_sentence(text, value)
         if sent is None:
             return False
-        meta, _ = _safe_front(text)
-        return relevance(self.subject_text, sent, str(meta.get("title") or "")) >= RELEVANT
+        meta, body = _safe_front(text)
+        # A page without front matter is titled by its first heading.
+        title = str(meta.get("title") or first_heading(body) or "")
+        return relevance(self.subject_text, sent, title) >= RELEVANT
 
     def _same_claim(self, r_text: str, got: str, x_text: str, expected: str) -> bool:
         """Whether two entries state different values for the same thing: values of one kind, and
@@ -638,7 +646,10 @@ class _Recommender:
         target = self.conv.node(self.delta.target_node_id) if self.delta.target_node_id else None
         if target is not None and target.type == NodeType.AGENT:
             m = re.search(
-                r"\b(?:about|on|for|regarding) the ([a-z][\w -]{2,60}?)(?: in\b| from\b|[.,;!?]|$)",
+                # the noun phrase ends where a prepositional or relative clause begins
+                # ("nothing about the X that I can find", "the X in our notes")
+                r"\b(?:about|on|for|regarding) the ([a-z][\w -]{2,60}?)"
+                r"(?: (?:in|from|that|which|who|where|I|we|you)\b|[.,;!?]|$)",
                 target.content,
                 re.IGNORECASE,
             )
@@ -646,12 +657,30 @@ class _Recommender:
                 return m.group(1).strip()
         return subject_phrase(self.question) or " ".join(sorted(self.subject)) or "new entry"
 
+    def _named_section(self, phrase: str) -> str | None:
+        """The one knowledge-base folder whose own name is about the new entry's subject (a
+        ``printing/`` folder for "colour printing cost"): folders are named by content."""
+        subject = {stem(t) for t in content_tokens(f"{phrase} {self.question}", drop=QUESTION_WORDS)}
+        folders = sorted({str(PurePosixPath(e.path).parent) for e in self.ws.kb_entries()})
+        named = [
+            f
+            for f in folders
+            if f != "."
+            and share_stem(
+                {stem(t) for t in content_tokens(PurePosixPath(f).name.replace("-", " ").replace("_", " "))},
+                subject,
+            )
+        ]
+        return named[0] if len(named) == 1 else None
+
     def _create(self, section_hits: list[str], dims: Dimensions) -> Recommendation:
         phrase = self._subject_name()
         if self.explore:
             section_hits = [h.path for h in self.ex.search_kb(phrase, k=3)] or section_hits
         dirs = [str(PurePosixPath(p).parent) for p in section_hits if p and self.ws.component_type(p) == "kb"]
-        section = max(dirs, key=lambda d: (dirs.count(d), -dirs.index(d))) if dirs else self.ws.kb_root()
+        section = self._named_section(phrase) or (
+            max(dirs, key=lambda d: (dirs.count(d), -dirs.index(d))) if dirs else self.ws.kb_root()
+        )
         slug = slugify(phrase)
         # New pages take the suffix of the section's pages (a user's layout may declare .txt pages).
         suffixes = [
@@ -695,10 +724,14 @@ def _safe_front(text: str) -> tuple[dict[str, Any], str]:
 
 
 def _duplicates(a: KBEntry, b: KBEntry) -> bool:
+    """Whether the stale entry ``a`` is a copy of the authoritative ``b`` (then ``a`` goes): linked by
+    supersession, or titled as ``b`` is, years aside. A ``b`` whose title says more than ``a``'s
+    ("X update, January 2025" beside "X") is a notice about ``a``'s subject, not a copy: ``a`` stays
+    the page for it and is corrected."""
     linked = bool({a.id, a.path} & set(b.supersedes)) or b.id == a.superseded_by or b.path == a.superseded_by
     title_a = term_set(re.sub(r"\d+", " ", a.title))
     title_b = term_set(re.sub(r"\d+", " ", b.title))
-    return linked or jaccard(title_a, title_b) >= DUPLICATE_TITLE
+    return linked or (title_b <= title_a and jaccard(title_a, title_b) >= DUPLICATE_TITLE)
 
 
 def _states(text: str, instruction: str) -> bool:

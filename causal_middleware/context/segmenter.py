@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from causal_middleware.context.conversation import Conversation, ConversationNode, NodeType
 from causal_middleware.context.detector import CLARIFICATION_PATTERNS, CORRECTION_PATTERNS, REPAIR_PATTERNS
-from causal_middleware.context.text import expand_informal, jaccard, term_seq
+from causal_middleware.context.text import coverage, expand_informal, jaccard, term_seq
 
 Embedder = Callable[[Sequence[str]], Sequence[Sequence[float]]]
 
@@ -113,10 +113,21 @@ def _opens(
     if not terms or (len(terms) < 2 and not question):
         return None
     if vec is not None and opening_vec is not None:
-        sim = float(np.dot(vec, opening_vec))
-    else:
-        sim = jaccard(terms, open_terms)
-    return "shift" if sim < limit else None
+        return "shift" if float(np.dot(vec, opening_vec)) < limit else None
+    if jaccard(terms, open_terms) < limit:
+        return "shift"
+    # A complete question that shares a word with the open one but neither half of its own words
+    # nor half of the open question's ("When does the gym close?" after "When does the swimming
+    # pool close?") asks about something else. One that keeps the open question's subject and adds to
+    # it ("Is the fee charged per item?" after "What is the fee?") is a follow-up.
+    if (
+        question
+        and _WH.match(text)
+        and len(terms) >= 2
+        and max(coverage(terms, open_terms), coverage(open_terms, terms)) <= 0.5
+    ):
+        return "shift"
+    return None
 
 
 def _embed(embed: Embedder, texts: list[str]) -> np.ndarray:

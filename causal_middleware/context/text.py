@@ -29,7 +29,15 @@ JUDGEMENT_WORDS = frozenset(
 )
 CONVERSATION_WORDS = QUESTION_WORDS | JUDGEMENT_WORDS
 
-_MONEY = r"[$€£]\s?\d(?:[\d,]*\d)?(?:\.\d+)?(?:\s?(?:k|m|million|billion))?|\d[\d,]*(?:\.\d+)?\s?(?:usd|eur|gbp|dollars|euros|pounds)\b"
+# ISO 4217 codes of the most traded currencies: "EUR 5" and "5 EUR" are amounts like "€5".
+_CURRENCY_CODES = (
+    "usd|eur|gbp|chf|jpy|cny|cad|aud|nzd|sek|nok|dkk|pln|czk|huf|inr|hkd|sgd|zar|mxn|brl|krw|try"
+)
+_MONEY = (
+    r"[$€£¥₹]\s?\d(?:[\d,]*\d)?(?:\.\d+)?(?:\s?(?:k|m|million|billion))?|"
+    r"\b(?:" + _CURRENCY_CODES + r")\s?\d(?:[\d,]*\d)?(?:\.\d+)?\b|"
+    r"\d[\d,]*(?:\.\d+)?\s?(?:" + _CURRENCY_CODES + r"|dollars|euros|pounds)\b"
+)
 _PERCENT = r"\d+(?:\.\d+)?\s?%|\d+(?:\.\d+)?\s?percent\b"
 _DURATION = (
     r"\d+(?:\.\d+)?(?:\s?-\s?\d+)?\s?(?:business |calendar |working )?"
@@ -68,12 +76,18 @@ _MEASURE = (
     )
     + r")\b"
 )
+# Dimensions: two or three numbers joined by "x" ("30 x 20 x 10 cm", "1920x1080"), unit optional.
+_DIMENSIONS = (
+    r"(?<![\w.])\d+(?:\.\d+)?\s?[x×]\s?\d+(?:\.\d+)?(?:\s?[x×]\s?\d+(?:\.\d+)?)?"
+    r"(?:\s?(?:mm|cm|m|in|inches|ft|feet|px|pixels)\b)?"
+)
 _QUOTED = r"(?<!\w)['\"`“‘]([^'\"`”’\n]{1,60}?)['\"`”’](?!\w)"
 _NUMBER = r"(?<![\w.])\d(?:[\d,]*\d)?(?:\.\d+)?(?![\w])"
 
 VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("money", re.compile(_MONEY, re.IGNORECASE)),
     ("percent", re.compile(_PERCENT, re.IGNORECASE)),
+    ("dimensions", re.compile(_DIMENSIONS, re.IGNORECASE)),
     ("size", re.compile(_SIZE, re.IGNORECASE)),
     ("measure", re.compile(_MEASURE, re.IGNORECASE)),
     ("date", re.compile(_DATE, re.IGNORECASE)),
@@ -82,6 +96,11 @@ VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("quoted", re.compile(_QUOTED)),
     ("number", re.compile(_NUMBER)),
 )
+
+
+# Kinds of value that state a measured fact (not a bare number or a quoted phrase): two different
+# values of one of these kinds for the same subject contradict each other.
+MEASURED_KINDS = ("money", "percent", "duration", "date", "time", "size", "measure", "dimensions")
 
 
 def content_tokens(text: str | None, *, drop: Iterable[str] = ()) -> list[str]:
@@ -103,6 +122,12 @@ def stem(token: str) -> str:
         if token.endswith(suffix) and len(token) - len(suffix) >= 3:
             return token[: -len(suffix)] + ("y" if suffix == "ies" else "")
     return token
+
+
+def share_stem(a: Iterable[str], b: Iterable[str]) -> bool:
+    """Whether two sets of stems share one, a silent final "e" aside (the stemmer leaves
+    "reserve" but cuts "reserved" to "reserv")."""
+    return bool({t.rstrip("e") for t in a} & {t.rstrip("e") for t in b})
 
 
 def term_set(text: str | None, *, drop: Iterable[str] = ()) -> set[str]:
@@ -199,6 +224,8 @@ def magnitude(kind: str, span: str) -> tuple[str, float] | None:
 
     ``magnitude("size", "2 GB") == ("bytes", 2e9)``; None for kinds without a magnitude.
     """
+    if kind == "money":
+        return _money(span)
     if kind not in ("size", "measure", "duration"):
         return None
     m = _QTY.search(span)
@@ -224,9 +251,44 @@ def magnitude(kind: str, span: str) -> tuple[str, float] | None:
     return (f"{qualifier}seconds", amount * secs) if secs else None
 
 
+_CURRENCY_NAMES = {"$": "usd", "€": "eur", "£": "gbp", "¥": "jpy", "₹": "inr", "dollars": "usd", "euros": "eur",
+                   "pounds": "gbp"}  # fmt: skip
+_SCALE = {"k": 1e3, "m": 1e6, "million": 1e6, "billion": 1e9}
+
+
+def _money(span: str) -> tuple[str, float] | None:
+    """``("eur", 60.0)`` for "EUR 60", "60 euros" and "€60" alike."""
+    m = re.search(r"\d[\d,]*(?:\.\d+)?", span)
+    if not m:
+        return None
+    amount = float(m.group(0).replace(",", ""))
+    rest = (span[: m.start()] + " " + span[m.end() :]).lower().split()
+    currency = next((_CURRENCY_NAMES.get(w, w) for w in rest if w not in _SCALE), None)
+    if currency is None:
+        sym = next((c for c in span if c in _CURRENCY_NAMES), None)
+        currency = _CURRENCY_NAMES.get(sym or "")
+    scale = next((_SCALE[w] for w in rest if w in _SCALE), 1.0)
+    return (currency, amount * scale) if currency else None
+
+
 def with_number(span: str, number: str) -> str:
     """``span`` with its number replaced: ``with_number("50 GB", "100") == "100 GB"``."""
     return re.sub(r"\d[\d,]*(?:\.\d+)?", number.strip(), span, count=1)
+
+
+def in_answer_units(values: list[tuple[str, str]], answer: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``values`` with each bare number read in the unit of the answer's one measured value: after
+    "the limit is 50 GB", "it's 100" states ``("size", "100 GB")`` and "not 50" names the answer's
+    own value. Numbers stay bare when the answer has no single measured value (or they look like a
+    year)."""
+    measured = [(k, v) for k, v in answer if k in ("size", "measure", "duration", "percent", "money")]
+    if len({normalize(v) for _, v in measured}) != 1:
+        return values
+    kind, span = measured[0]
+    return [
+        (kind, with_number(span, v)) if k == "number" and not re.fullmatch(r"(?:19|20)\d\d", v) else (k, v)
+        for k, v in values
+    ]
 
 
 def same_value(a: str | None, b: str | None) -> bool:

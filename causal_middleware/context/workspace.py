@@ -686,7 +686,7 @@ def _kb_entry(path: str, text: str) -> KBEntry:
         meta, body = split_front_matter(text)
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from exc
-    title = str(meta.get("title") or _first_heading(body) or PurePosixPath(path).stem)
+    title = str(meta.get("title") or first_heading(body) or PurePosixPath(path).stem)
     supersedes = meta.get("supersedes") or []
     if isinstance(supersedes, str):
         supersedes = [supersedes]
@@ -716,7 +716,7 @@ def _opt_str(value: Any) -> str | None:
     return None if value is None or value == "" else str(value)
 
 
-def _first_heading(body: str) -> str | None:
+def first_heading(body: str) -> str | None:
     for line in body.splitlines():
         if line.startswith("#"):
             return line.lstrip("#").strip()

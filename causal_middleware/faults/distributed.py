@@ -20,7 +20,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from causal_middleware.faults.model import FaultFamily, UnitRecord
+from causal_middleware.faults.model import FaultFamily, FaultSite, UnitRecord
 from causal_middleware.spans.model import Lineage, Outcome
 from causal_middleware.spans.record import SpanRecord
 from causal_middleware.store.base import SpanStore
@@ -121,13 +121,16 @@ class SweepWorker:
     seed: int
     persistent: bool
     follow_up: FollowUp | None = None
+    site: FaultSite = "trace"
 
     def __call__(self, item: tuple[Question, Sequence[tuple[FaultFamily, int]]]) -> QuestionOutcome:
         from causal_middleware.faults.sweep import _Sweep
 
         question, units = item
         env = worker_environment(self.spec)
-        sweep = _Sweep(env, seed=self.seed, persistent=self.persistent, on_unit=lambda record: None)
+        sweep = _Sweep(
+            env, seed=self.seed, persistent=self.persistent, on_unit=lambda record: None, site=self.site
+        )
         records = sweep.run_question(question, units)
         run_ids = dict.fromkeys(
             run_id for r in records for run_id in (r.base_run_id, r.fork_run_id) if run_id is not None

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from causal_middleware.tasks.model import Passage
+
 FaultFamily = Literal[
     "empty_retrieval",
     "irrelevant_documents",
@@ -47,7 +49,11 @@ Stage = Literal["retrieval", "tool", "planning", "answer", "none"]
 Outcome = Literal["recovered", "failed"]
 ContentOutcome = Literal["absorbed", "resisted", "derailed"]
 UnitStatus = Literal["done", "ineligible", "skipped", "error"]
-ReasonCode = Literal["base_incorrect", "hop_mismatch", "not_certifiable"]
+ReasonCode = Literal["base_incorrect", "hop_mismatch", "not_certifiable", "not_retrieved"]
+# Where a fault is put: into the hop's recorded evidence (``trace``: the fork replaces the
+# retrieval's output) or into a private copy of the corpus (``corpus``: the fork re-runs the
+# retrieval live, so the trace holds what the retriever really returned).
+FaultSite = Literal["trace", "corpus"]
 CorruptionKind = Literal["answer_fact", "bridge_entity", "salient_entity", "number"]
 
 
@@ -96,6 +102,7 @@ class FaultLabel(BaseModel):
     base_run_id: str
     question_id: str | None = None
     persistent: bool = False
+    site: FaultSite = "trace"
     corruption: CorruptionRecord | None = None
     detail: str | None = None
     node: str | None = Field(default=None, description="the node whose output the fork replaced")
@@ -125,6 +132,10 @@ class UnitRecord(BaseModel):
     stage: Stage = "none"
     seed: int
     persistent: bool = False
+    site: FaultSite = "trace"
+    upserts: list[Passage] = Field(
+        default_factory=list, description="passages the fork's private corpus copy held (persistent, corpus)"
+    )
     dataset: str
     retriever: str
     question_id: str

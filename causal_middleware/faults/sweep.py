@@ -21,13 +21,14 @@ driver imports the runs and records it sends back (:mod:`causal_middleware.fault
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
@@ -41,14 +42,16 @@ from causal_middleware.faults.families import FaultContext, FaultPlan, plan_faul
 from causal_middleware.faults.grammar import PLAIN_GRAMMAR, QuestionGrammar
 from causal_middleware.faults.model import (
     ALL_FAMILIES,
+    PERSISTABLE_FAMILIES,
     ContentOutcome,
     FaultFamily,
     FaultLabel,
+    FaultSite,
     UnitRecord,
 )
 from causal_middleware.faults.outcomes import content_outcome, outcome_of, query_contaminated
 from causal_middleware.faults.persistent import ScopedIndex, corrupted_copy
-from causal_middleware.protocols import ForkBackend
+from causal_middleware.protocols import DiscardingForkBackend, ForkBackend
 from causal_middleware.replay.adapter import AgentAdapter
 from causal_middleware.spans.model import Outcome, Trajectory
 from causal_middleware.store.base import RunSummary, SpanStore
@@ -118,6 +121,7 @@ class SweepResult(BaseModel):
     retriever: str
     seed: int
     persistent: bool
+    site: FaultSite = "trace"
     families: list[str]
     depths: list[int]
     questions: int
@@ -152,9 +156,14 @@ def unit_key(
     *,
     dataset: str,
     retriever: str,
+    site: FaultSite = "trace",
 ) -> str:
-    """The resume key of a unit (JSON text, stable across runs)."""
-    return json.dumps([dataset, retriever, question_id, family, depth, seed, bool(persistent)])
+    """The resume key of a unit (JSON text, stable across runs; a corpus-site unit's ends with
+    ``"corpus"``)."""
+    parts: list[object] = [dataset, retriever, question_id, family, depth, seed, bool(persistent)]
+    if site != "trace":
+        parts.append(site)
+    return json.dumps(parts)
 
 
 def latest_records(store: SpanStore) -> dict[str, UnitRecord]:
@@ -193,11 +202,13 @@ class _Sweep:
         seed: int,
         persistent: bool,
         on_unit: Callable[[UnitRecord], None],
+        site: FaultSite = "trace",
     ) -> None:
         self.env = env
         self.store = env.store
         self.seed = seed
-        self.persistent = persistent
+        self.persistent = persistent or site == "corpus"  # a corpus fault persists by construction
+        self.site = site
         self.on_unit = on_unit
         self.corpus = env.fault_corpus()
         self.dataset = env.dataset.name
@@ -232,6 +243,7 @@ class _Sweep:
             self.persistent,
             dataset=self.dataset,
             retriever=self.env.retriever,
+            site=self.site,
         )
 
     def base_run(self, question: Question) -> Trajectory:
@@ -290,6 +302,7 @@ class _Sweep:
             requested_hop=depth,
             seed=self.seed,
             persistent=self.persistent,
+            site=self.site,
             dataset=self.dataset,
             retriever=self.env.retriever,
             question_id=question.id,
@@ -305,6 +318,8 @@ class _Sweep:
             trajectory=base, question=question, corpus=self.corpus, adapter=self.env.adapter, seed=self.seed
         )
         plan = plan_fault(family, ctx, depth, persistent=self.persistent)
+        if self.site == "corpus":
+            plan = _corpus_plan(plan, base, self.env.adapter)
         record = record.model_copy(
             update={
                 "status": plan.status,
@@ -317,26 +332,55 @@ class _Sweep:
         if plan.status != "ready":
             return record
         fork = self._fork(base, question, depth, plan, record.key)
-        assert plan.label is not None and plan.intervention is not None
+        label, intervention = plan.label, plan.intervention
+        assert label is not None and intervention is not None
+        if plan.upserts:
+            record = record.model_copy(update={"upserts": list(plan.upserts), "fork_run_id": fork.run_id})
+        if self.site == "corpus":
+            retrieved = _retrieved_label(plan, fork)
+            if retrieved is None:
+                self._drop(fork.run_id)
+                ids = [p.id for p in plan.upserts]
+                return record.model_copy(
+                    update={
+                        "status": "skipped",
+                        "reason_code": "not_retrieved",
+                        "reason": f"the corpus passage(s) {ids} were not retrieved at hop "
+                        f"{plan.injected_hop} of the fork",
+                        "fork_answer": fork.answer,
+                    }
+                )
+            label = retrieved
         outcome = outcome_of(fork.answer, question)
         self.store.annotate(
             fork.run_id,
             outcome=Outcome.SUCCESS if outcome == "recovered" else Outcome.FAILURE,
             reference=question.answer,
+            # the corpus site learns the real ranks only from the fork: its label is the final one
+            labels={"fault": label.model_dump(mode="json")} if self.site == "corpus" else None,
         )
         update: dict[str, Any] = {
             "status": "done",
             "fork_run_id": fork.run_id,
             "fork_answer": fork.answer,
-            "label": plan.label,
-            "intervention": plan.intervention.model_dump(mode="json"),
+            "label": label,
+            "intervention": intervention.model_dump(mode="json"),
             "outcome": outcome,
         }
-        corruption = plan.label.corruption
+        corruption = label.corruption
         if corruption is not None:
             update["content_outcome"] = content_outcome(fork.answer, question, corruption)
-            update["query_contamination"] = query_contaminated(fork, corruption, plan.label.injected_hop)
+            update["query_contamination"] = query_contaminated(fork, corruption, label.injected_hop)
         return record.model_copy(update=update)
+
+    def _drop(self, run_id: str) -> None:
+        """A fork whose fault never reached the agent: its checkpoints freed where the backend can,
+        its spans marked so no one takes it for a faulted run."""
+        backend = self.env.backend
+        if isinstance(backend, DiscardingForkBackend):
+            with contextlib.suppress(ValueError):
+                backend.discard_fork(run_id)
+        self.store.annotate(run_id, labels={"fault_sweep.not_retrieved": True})
 
     def _fork(
         self, base: Trajectory, question: Question, depth: int, plan: FaultPlan, key: str
@@ -366,6 +410,65 @@ class _Sweep:
         private = corrupted_copy(self.env.scoped_index.base, plan.upserts)
         with self.env.scoped_index.override(private):
             return self.env.backend.fork(base.run_id, **kwargs)
+
+
+def _corpus_plan(plan: FaultPlan, base: Trajectory, adapter: AgentAdapter) -> FaultPlan:
+    """The trace-site plan moved into the corpus: the passages it would have put into the hop's
+    evidence go into a private corpus copy, and the fork re-runs the hop's retrieval on it (the
+    hop's own sub-query, re-issued) instead of replacing the retrieval's output."""
+    if plan.status != "ready" or plan.label is None or plan.intervention is None:
+        return plan
+    hop = plan.injected_hop
+    if not plan.upserts:
+        reason = (
+            f"{plan.family} at hop {hop} writes nothing new into the corpus (its passage is already there)"
+        )
+        return replace(plan, status="skipped", reason=reason, reason_code="not_certifiable")
+    sub_query = base.hop(hop).sub_query if hop is not None else None
+    if hop is None or not sub_query:
+        return replace(
+            plan,
+            status="skipped",
+            reason=f"hop {hop} has no sub-query to re-run",
+            reason_code="not_certifiable",
+        )
+    rerun = adapter.subquery_update(base, hop, sub_query)
+    intervention = rerun.model_copy(
+        update={
+            "kind": plan.intervention.kind,
+            "description": f"{plan.intervention.description} (in a private corpus copy; hop {hop}'s "
+            "retrieval re-run live)",
+        }
+    )
+    label = plan.label.model_copy(update={"site": "corpus", "persistent": True, "node": rerun.node})
+    return replace(plan, intervention=intervention, label=label)
+
+
+def _retrieved_label(plan: FaultPlan, fork: Trajectory) -> FaultLabel | None:
+    """The label with the ranks the corpus passages really got at the injected hop of ``fork``;
+    None when the retrieval returned none of them (the fault never reached the agent there)."""
+    assert plan.label is not None and plan.injected_hop is not None
+    try:
+        documents = fork.hop(plan.injected_hop).documents
+    except KeyError:
+        return None
+    ranks = {d.id: rank for rank, d in enumerate(documents, start=1)}
+    found = [ranks[p.id] for p in plan.upserts if p.id in ranks]
+    if not found:
+        return None
+    label = plan.label
+    detail = (
+        f"{(label.detail or '').replace(' added at rank 1', '')}; written into the corpus, retrieved "
+        f"at rank {min(found)}"
+    )
+    planted = [
+        p.model_copy(update={"rank": ranks[p.passage_id]}) if p.passage_id in ranks else p
+        for p in label.planted
+    ]
+    corruption = label.corruption
+    if corruption is not None and corruption.passage_id in ranks:
+        corruption = corruption.model_copy(update={"rank": ranks[corruption.passage_id]})
+    return label.model_copy(update={"planted": planted, "corruption": corruption, "detail": detail})
 
 
 def _error_text(exc: BaseException) -> str:
@@ -401,11 +504,15 @@ def run_sweep(
     executor: Executor | None = None,
     env_spec: EnvSpec | None = None,
     follow_up: FollowUp | None = None,
+    site: FaultSite = "trace",
 ) -> SweepResult:
     """Run (or resume) a sweep over ``questions`` (default: all of ``env.dataset``'s).
 
     ``persistent`` also writes a content-corruption, false-premise or stale passage into a private
-    copy of the index for that fork (``env.scoped_index`` required). ``progress`` shows a rich
+    copy of the index for that fork (``env.scoped_index`` required). ``site="corpus"`` puts the
+    fault only there (families in ``PERSISTABLE_FAMILIES``): the fork re-runs the hop's retrieval
+    on the private copy, so the trace holds what the retriever really returned, and a unit whose
+    retrieval does not return the passage is ``skipped`` (``not_retrieved``). ``progress`` shows a rich
     progress bar on stderr. Returns a :class:`SweepResult`; the records are in ``env.store``.
 
     ``executor`` runs the questions (default: ``workers`` threads). A remote one needs
@@ -422,9 +529,18 @@ def run_sweep(
     chosen = list({q.id: q for q in given}.values())
     if not chosen:
         raise ValueError("no questions to sweep")
-    if persistent and env.scoped_index is None:
+    if site not in ("trace", "corpus"):
+        raise ValueError(f"site must be 'trace' or 'corpus', got {site!r}")
+    if site == "corpus":
+        other = [f for f in families if f not in PERSISTABLE_FAMILIES]
+        if other:
+            raise ValueError(
+                f"site='corpus' puts passages into the corpus; {other} have no corpus form "
+                f"(use some of {list(PERSISTABLE_FAMILIES)}, or faults='content')"
+            )
+    if (persistent or site == "corpus") and env.scoped_index is None:
         raise ValueError(
-            "persistent faults need the agent to search a ScopedIndex (SweepEnvironment.scoped_index)"
+            "persistent and corpus faults need the agent to search a ScopedIndex (SweepEnvironment.scoped_index)"
         )
     start, cpu_start = time.perf_counter(), time.process_time()
     done = finished_keys(env.store)
@@ -449,7 +565,7 @@ def run_sweep(
             task, advance=1, description=f"{record.question_id} {record.family} h{record.requested_hop}"
         )
 
-    sweep = _Sweep(env, seed=seed, persistent=persistent, on_unit=on_unit)
+    sweep = _Sweep(env, seed=seed, persistent=persistent, on_unit=on_unit, site=site)
     plan: list[tuple[Question, list[tuple[FaultFamily, int]]]] = []
     keys: list[str] = []
     resumed = 0
@@ -468,7 +584,7 @@ def run_sweep(
         task = bar.add_task("units", total=len(keys) - resumed)
         if executor.remote:
             assert env_spec is not None
-            worker = SweepWorker(env_spec, seed=seed, persistent=persistent, follow_up=follow_up)
+            worker = SweepWorker(env_spec, seed=seed, persistent=persistent, follow_up=follow_up, site=site)
             for outcome in executor.map(worker, plan):
                 records.extend(_absorb(env.store, outcome, on_unit))
                 sweep.base_made += outcome.base_made
@@ -480,6 +596,7 @@ def run_sweep(
         retriever=env.retriever,
         seed=seed,
         persistent=persistent,
+        site=site,
         families=list(families),
         depths=list(depths),
         questions=len(chosen),
@@ -525,9 +642,12 @@ def iter_units(
     persistent: bool | None = None,
     dataset: str | None = None,
     retriever: str | None = None,
+    site: FaultSite | None = "trace",
 ) -> Iterator[FaultUnit]:
     """Finished faulted units in ``store`` (status ``done``, so eligible and forked), in record order:
-    (base trajectory, faulted trajectory, FaultLabel, recovered, content outcome, question)."""
+    (base trajectory, faulted trajectory, FaultLabel, recovered, content outcome, question).
+    ``site`` defaults to trace-site units: a corpus-site run only replays against its private
+    corpus copy (``UnitRecord.upserts``); None takes both."""
     wanted_families = set(families) if families is not None else None
     wanted_depths = set(depths) if depths is not None else None
     for record in latest_records(store).values():
@@ -542,6 +662,8 @@ def iter_units(
         if dataset is not None and record.dataset != dataset:
             continue
         if retriever is not None and record.retriever != retriever:
+            continue
+        if site is not None and record.site != site:
             continue
         assert record.base_run_id is not None and record.question is not None
         yield FaultUnit(

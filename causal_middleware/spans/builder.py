@@ -483,16 +483,60 @@ def _lineage(attrs: Mapping[str, Any]) -> Lineage | None:
 # --------------------------------------------------------------------------------------------
 # steps
 # --------------------------------------------------------------------------------------------
-def _extra_attributes(attrs: Mapping[str, Any], kind: str) -> dict[str, Any]:
+_UNRESOLVED = object()
+
+
+@dataclass(frozen=True)
+class _KeyPlan:
+    """What the step builder reads from one attribute key set of one span type, worked out once
+    per distinct key set (spans of one kind share their keys): the keys kept in
+    ``step.attributes``, the document fields (key, index, field) and the message fields (key,
+    direction, index, part: None for ``content``, -1 for ``role``, else the content part's index)."""
+
+    extra: tuple[str, ...]
+    documents: tuple[tuple[str, int, str], ...]
+    messages: tuple[tuple[str, str, int, int | None], ...]
+
+
+_PLANS: dict[tuple[str, tuple[str, ...]], _KeyPlan] = {}
+_MAX_PLANS = 4096
+
+
+def _key_plan(attrs: Mapping[str, Any], kind: str) -> _KeyPlan:
+    keys = tuple(attrs)
+    plan = _PLANS.get((kind, keys))
+    if plan is not None:
+        return plan
     consumed = _COMMON_CONSUMED | _CONSUMED.get(kind, set())
+    extra: list[str] = []
+    documents: list[tuple[str, int, str]] = []
+    messages: list[tuple[str, str, int, int | None]] = []
+    for key in keys:
+        doc = _DOC_KEY.match(key)
+        if doc:
+            documents.append((key, int(doc.group(1)), doc.group(2)))
+        message = _MESSAGE_KEY.match(key)
+        if message:
+            part = -1 if message.group(3) == "role" else None
+            messages.append((key, message.group(1), int(message.group(2)), part))
+        message_part = None if message else _MESSAGE_PART_KEY.match(key)
+        if message_part:
+            messages.append(
+                (key, message_part.group(1), int(message_part.group(2)), int(message_part.group(3)))
+            )
+        if key in consumed or (kind == "retrieval" and doc) or (kind == "llm" and (message or message_part)):
+            continue
+        extra.append(key)
+    plan = _KeyPlan(tuple(extra), tuple(documents), tuple(messages))
+    if len(_PLANS) < _MAX_PLANS:
+        _PLANS[(kind, keys)] = plan
+    return plan
+
+
+def _extra_attributes(attrs: Mapping[str, Any], kind: str) -> dict[str, Any]:
     out = {}
-    for key, value in attrs.items():
-        if key in consumed:
-            continue
-        if kind == "retrieval" and _DOC_KEY.match(key):
-            continue
-        if kind == "llm" and (_MESSAGE_KEY.match(key) or _MESSAGE_PART_KEY.match(key)):
-            continue
+    for key in _key_plan(attrs, kind).extra:
+        value = attrs[key]
         if key in JSON_LIST_ATTRIBUTES and isinstance(value, str):
             decoded = decode_json(value, "application/json")
             value = decoded if isinstance(decoded, list) else value
@@ -529,10 +573,9 @@ def _own_id(raw: Any, text: str) -> Any:
 
 def _documents(span: SpanRecord) -> list[Document]:
     fields: dict[int, dict[str, Any]] = {}
-    for key, value in span.attributes.items():
-        match = _DOC_KEY.match(key)
-        if match:
-            fields.setdefault(int(match.group(1)), {})[match.group(2)] = value
+    attrs = span.attributes
+    for key, index, field in _key_plan(attrs, "retrieval").documents:
+        fields.setdefault(index, {})[field] = attrs[key]
     listed: list[Any] | None = None
     docs = []
     for index in sorted(fields):
@@ -570,15 +613,16 @@ def _messages(attrs: Mapping[str, Any], direction: str) -> list[Message]:
     roles: dict[int, str] = {}
     contents: dict[int, str] = {}
     parts: dict[int, dict[int, str]] = {}
-    for key, value in attrs.items():
-        match = _MESSAGE_KEY.match(key)
-        if match and match.group(1) == direction:
-            target = roles if match.group(3) == "role" else contents
-            target[int(match.group(2))] = _str(value) or ""
+    for key, which, index, part in _key_plan(attrs, "llm").messages:
+        if which != direction:
             continue
-        match = _MESSAGE_PART_KEY.match(key)
-        if match and match.group(1) == direction:
-            parts.setdefault(int(match.group(2)), {})[int(match.group(3))] = _str(value) or ""
+        value = _str(attrs[key]) or ""
+        if part is None:
+            contents[index] = value
+        elif part == -1:
+            roles[index] = value
+        else:
+            parts.setdefault(index, {})[part] = value
     out = []
     for index in sorted(set(roles) | set(contents) | set(parts)):
         content = contents.get(index)
@@ -633,13 +677,25 @@ def _declared_node(span: SpanRecord, kind: str) -> str | None:
     return span.name if kind == "node" else None
 
 
-def _build_step(span: SpanRecord, kind: str, declared: bool) -> Any:
+def _build_step(
+    span: SpanRecord,
+    kind: str,
+    declared: bool,
+    node_input: Any = _UNRESOLVED,
+    placement: Mapping[str, Any] | None = None,
+) -> Any:
+    """``node_input``: a node's input already resolved from its references (not decoded again);
+    ``placement``: the step's ``parent_step_id``, ``node`` and ``hop``, known to the builder."""
     attrs = span.attributes
     common = _common(span, kind)
+    if placement:
+        common.update(placement)
     if kind == "node":
         return NodeStep(
             **common,
-            input=decode_json(attrs.get(A.INPUT_VALUE), attrs.get(A.INPUT_MIME_TYPE)),
+            input=decode_json(attrs.get(A.INPUT_VALUE), attrs.get(A.INPUT_MIME_TYPE))
+            if node_input is _UNRESOLVED
+            else node_input,
             output=decode_json(attrs.get(A.OUTPUT_VALUE), attrs.get(A.OUTPUT_MIME_TYPE)),
             side_effecting=_bool(attrs.get(A.CAUSAL_NODE_SIDE_EFFECTING)),
         )
@@ -765,9 +821,6 @@ def _run_input(root: SpanRecord, by_id: Mapping[str, SpanRecord], facts: Sequenc
     return decode_json(source.attributes.get(A.INPUT_VALUE), source.attributes.get(A.INPUT_MIME_TYPE))
 
 
-_UNRESOLVED = object()
-
-
 def _input_refs(span: SpanRecord) -> list[list[Any]] | None:
     refs = _json_list(span.attributes.get(A.CAUSAL_NODE_INPUT_REFS))
     ok = all(
@@ -824,18 +877,26 @@ def resolve_node_inputs(node_spans: Sequence[SpanRecord]) -> dict[str, dict[str,
     return out
 
 
-def build_trajectory(spans: Sequence[SpanRecord], *, run_id: str | None = None) -> Trajectory:
+def build_trajectory(
+    spans: Sequence[SpanRecord],
+    *,
+    run_id: str | None = None,
+    facts: Mapping[str, SpanFacts] | None = None,
+) -> Trajectory:
     """Build the typed :class:`Trajectory` of one run from its spans (see the module docstring).
 
-    ``spans`` may hold spans of several runs when ``run_id`` names the one to build. Raises
-    ``ValueError`` when spans of several traces are mixed without ``run_id``, when there are no
-    spans of the run, or when the run has no root span.
+    ``spans`` may hold spans of several runs when ``run_id`` names the one to build. ``facts``:
+    :func:`span_facts` of spans by span id, where the caller already holds them (a store keeps
+    them beside each span); the others are computed. Raises ``ValueError`` when spans of several
+    traces are mixed without ``run_id``, when there are no spans of the run, or when the run has
+    no root span.
     """
     run_id, selected = _select_run(spans, run_id)
     by_id: dict[str, SpanRecord] = {}
     for span in selected:  # a re-exported span id replaces the earlier copy
         by_id[span.span_id] = span
-    facts = {span_id: span_facts(span) for span_id, span in by_id.items()}
+    known = facts or {}
+    facts = {span_id: known.get(span_id) or span_facts(span) for span_id, span in by_id.items()}
     root_facts = choose_root(facts.values())
     if root_facts is None:
         raise ValueError(
@@ -893,17 +954,12 @@ def build_trajectory(spans: Sequence[SpanRecord], *, run_id: str | None = None) 
         span = by_id[f.span_id]
         kind = types[f.span_id]
         declared = span.attributes.get(A.CAUSAL_SPAN_TYPE) == kind
-        step = _build_step(span, kind, declared)
         node = _declared_node(span, kind)
         if node is None and parent_step[f.span_id] is not None:
             node = node_of.get(parent_step[f.span_id])  # type: ignore[arg-type]
         node_of[f.span_id] = node
-        if f.span_id in node_inputs:
-            step.input = node_inputs[f.span_id]
-        step.parent_step_id = parent_step[f.span_id]
-        step.node = node
-        step.hop = hop_of.get(f.span_id)
-        steps.append(step)
+        placement = {"parent_step_id": parent_step[f.span_id], "node": node, "hop": hop_of.get(f.span_id)}
+        steps.append(_build_step(span, kind, declared, node_inputs.get(f.span_id, _UNRESOLVED), placement))
 
     hops: list[Hop] = []
     indices = sorted(set(hop_span_index.values()) | {s.hop for s in steps if s.hop is not None})

@@ -36,7 +36,7 @@ from pydantic import BaseModel
 from causal_middleware.spans import attributes as A
 from causal_middleware.spans.content import CaptureContent, ContentFilterExporter, Redactor, default_redactor
 from causal_middleware.spans.health import health
-from causal_middleware.spans.writer import BackgroundWriter, RetryableWriteError
+from causal_middleware.spans.writer import BackgroundWriter, QueuedAnnotation, RetryableWriteError
 
 OtlpProtocol = Literal["http/protobuf", "grpc"]
 OTLP_PROTOCOLS: tuple[str, ...] = ("http/protobuf", "grpc")
@@ -403,6 +403,7 @@ class RunSpanProcessor(SpanProcessor):
                 retry_for_s=retry_for_s,
                 is_retryable=lambda exc: isinstance(exc, RetryableWriteError),
                 registry_key=key,
+                accepts_annotations=bool(getattr(exporter, "queued_annotations", False)),
             )
 
     # --- the buffer -----------------------------------------------------------------------
@@ -490,18 +491,25 @@ class RunSpanProcessor(SpanProcessor):
         if result is SpanExportResult.FAILURE:
             health.record_error(f"{self._site}.failure")
 
-    def _write_runs(self, runs: list[list[ReadableSpan]]) -> None:
-        """The background writer's sink: one transaction for a batch of runs, with this process's
-        drop counts not yet persisted added to the store's own health record."""
+    def _write_runs(self, payloads: list[list[ReadableSpan] | QueuedAnnotation]) -> None:
+        """The background writer's sink: one transaction for a batch of runs (and the annotations
+        queued behind them, see ``SqliteSpanStore.annotate``), with this process's drop counts not
+        yet persisted added to the store's own health record."""
         from causal_middleware.spans.record import SpanRecord
 
+        runs = [p for p in payloads if not isinstance(p, QueuedAnnotation)]
+        annotations = [p for p in payloads if isinstance(p, QueuedAnnotation)]
         records = [SpanRecord.from_readable(s) for run in runs for s in run]
         counters = health.take_unpersisted()
         counters["store.spans_written"] = len(records)
         counters["store.runs_written"] = len(runs)
         write_batch = getattr(self.exporter, "write_batch", None)
         try:
-            if write_batch is not None:
+            if write_batch is not None and annotations:
+                write_batch(
+                    records, busy_timeout_s=self._busy_timeout_s, counters=counters, annotations=annotations
+                )
+            elif write_batch is not None:
                 write_batch(records, busy_timeout_s=self._busy_timeout_s, counters=counters)
             else:  # pragma: no cover - background writes are only chosen for span stores
                 self.exporter.export([s for run in runs for s in run])

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from causal_middleware.spans.health import health
+from causal_middleware.spans.model import Lineage, Outcome
 
 
 class RetryableWriteError(Exception):
@@ -51,6 +52,18 @@ class WriteItem:
     key: str | None = None
     n_spans: int = 1
     seq: int = 0
+
+
+@dataclass(frozen=True)
+class QueuedAnnotation:
+    """An ``annotate`` of a run whose spans a writer still holds: written behind them, in the same
+    transaction when they share a batch, instead of the caller waiting for the writer."""
+
+    run_id: str
+    outcome: Outcome | None = None
+    reference: str | None = None
+    labels: dict[str, Any] | None = None
+    lineage: Lineage | None = None
 
 
 @dataclass
@@ -96,6 +109,7 @@ class BackgroundWriter:
         is_retryable: Callable[[BaseException], bool] = lambda exc: False,
         on_written: Callable[[list[Any]], None] | None = None,
         registry_key: str | None = None,
+        accepts_annotations: bool = False,
     ) -> None:
         if max_items < 1 or max_spans < 1 or max_batch_items < 1 or max_batch_spans < 1:
             raise ValueError("writer queue and batch bounds must be >= 1")
@@ -126,6 +140,8 @@ class BackgroundWriter:
         self._closed = False
         self._abandon = threading.Event()  # close() ran out of budget: stop retrying, stop writing
         self._registry_key = registry_key
+        # whether the sink writes QueuedAnnotation payloads (see submit_if_pending)
+        self.accepts_annotations = accepts_annotations
         self._pid = os.getpid()
         self._thread = self._start_thread()
         if registry_key is not None:
@@ -155,6 +171,21 @@ class BackgroundWriter:
         if reason is not None:
             self._drop(reason, n_spans)
             return False
+        return True
+
+    def submit_if_pending(self, payload: Any, *, key: str) -> bool:
+        """Queue ``payload`` behind what is queued for ``key``, only while something of ``key`` is
+        queued or being written and the queue has room; False otherwise (nothing counted: the
+        caller does the work itself)."""
+        with self._cond:
+            if self._closing or self._pending[key] == 0 or len(self._queue) >= self.max_items:
+                return False
+            self._seq += 1
+            self._queue.append(WriteItem(payload, key, 0, self._seq))
+            self.stats.submitted += 1
+            self._pending[key] += 1
+            if self.max_delay_s <= 0 or len(self._queue) >= self.max_batch_items:
+                self._cond.notify_all()
         return True
 
     def _drop(self, reason: str, n_spans: int, exc: BaseException | None = None) -> None:

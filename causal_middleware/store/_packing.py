@@ -29,7 +29,10 @@ from causal_middleware.spans.record import SpanRecord
 from causal_middleware.store.base import StoreError
 
 BLOB_MIN_CHARS = 256
-PACK_MIN_BYTES = 300
+# Deflating is most of the write path's CPU: JSON under 1 kB (most spans once long strings are
+# blobs) stays text. Measured on reference-agent runs: 883 B/span and ~1.5x the ingest rate, against
+# 673 B/span when everything over 300 B was deflated (the bound is 1,000 B/span).
+PACK_MIN_BYTES = 1024
 BLOB_KEY = "\u0000blob"
 RESOURCE_PREFIX = "@"
 _DEFLATED, _RAW, _ZLIB = b"\x01", b"\x00", b"\x02"
@@ -273,10 +276,14 @@ def pack_json(text: str) -> str | bytes:
     return _deflate(data)
 
 
+_DECODE = json.JSONDecoder().decode
+
+
 def unpack_json(value: str | bytes) -> Any:
     if isinstance(value, bytes):
-        return json.loads(_inflate(value)) if value[:1] == _DEFLATED else json.loads(value)
-    return json.loads(value)
+        raw = _inflate(value) if value[:1] == _DEFLATED else value
+        return _DECODE(raw.decode("utf-8", "surrogatepass"))
+    return _DECODE(value)
 
 
 def blob_value(text: str) -> bytes:

@@ -38,6 +38,7 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -46,14 +47,17 @@ from typing import Any, ClassVar, cast
 from urllib.parse import quote
 
 from causal_middleware.spans.builder import (
+    RunFacts,
     SpanFacts,
     build_trajectory,
     choose_root,
     span_facts,
     summarize_run,
 )
+from causal_middleware.spans.health import health
 from causal_middleware.spans.model import Lineage, Outcome, Trajectory
 from causal_middleware.spans.record import SpanRecord
+from causal_middleware.spans.writer import QueuedAnnotation, writers_for
 from causal_middleware.store._common import (
     SUMMARY_COLUMNS,
     Annotations,
@@ -296,11 +300,6 @@ def _restore(attributes: dict[str, Any], texts: Mapping[str, str]) -> dict[str, 
     return dict(zip(names, values, strict=True))
 
 
-def _json_list(value: Any, parse: Callable[[Any], Any]) -> Any:
-    """A stored events/links column; the usual empty list without a JSON parse."""
-    return [] if value == "[]" else parse(value)
-
-
 def _resource(text: str, parsed: dict[str, Any]) -> dict[str, Any]:
     """The resource of one decoded span. A flat resource (the usual: strings and numbers) is
     parsed once per read and each span gets its own copy of the dict (validation copies it); a
@@ -392,6 +391,8 @@ class SqliteSpanStore(SpanStore):
     """
 
     background_writes: ClassVar[bool] = True
+    # its background writer also writes annotations queued behind a run's spans (see annotate)
+    queued_annotations: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -410,6 +411,10 @@ class SqliteSpanStore(SpanStore):
         self._blobs_table: bool | None = None  # whether the file has blobs (read-only version 1 files do not)
         self._known_blobs: set[str] = set()
         self._blob_cache: dict[str, str] = {}
+        # run id -> (its runs-row version, the facts that row was computed from): an annotation
+        # recomputes the row without reading the run's spans back while the version still matches
+        self._run_facts: OrderedDict[str, tuple[int, RunFacts]] = OrderedDict()
+        self._staged_facts: dict[str, tuple[int, RunFacts]] = {}  # this transaction's, kept on COMMIT
         self.read_only = bool(read_only)
         self.open_mode = "memory" if self._in_memory else "rw"
         may_fall_back = False
@@ -520,12 +525,15 @@ class SqliteSpanStore(SpanStore):
                     f"{what} failed: span store {self.path} is opened read-only "
                     f"({self.open_mode}: the file, its folder or its media cannot be written); nothing was written"
                 )
+            self._staged_facts.clear()
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
                 result = work()
                 self._conn.execute("COMMIT")
+                self._keep_staged_facts()
                 return result
             except BaseException as exc:
+                self._staged_facts.clear()
                 if self._conn.in_transaction:  # SQLite may have rolled back already (disk full)
                     try:
                         self._conn.execute("ROLLBACK")
@@ -537,6 +545,14 @@ class SqliteSpanStore(SpanStore):
                     ) from exc
                 raise
 
+    def _keep_staged_facts(self) -> None:
+        for run_id, entry in self._staged_facts.items():
+            self._run_facts[run_id] = entry
+            self._run_facts.move_to_end(run_id)
+        self._staged_facts.clear()
+        while len(self._run_facts) > 1024:
+            self._run_facts.popitem(last=False)
+
     # --- spans ---------------------------------------------------------------------------
     def write_spans(self, records: Sequence[SpanRecord]) -> None:
         self._write(records, None)
@@ -547,23 +563,32 @@ class SqliteSpanStore(SpanStore):
         *,
         busy_timeout_s: float | None = None,
         counters: Mapping[str, int] | None = None,
+        annotations: Sequence[QueuedAnnotation] = (),
     ) -> None:
-        if not records and not counters:
+        """Also writes ``annotations`` queued behind runs' spans (:meth:`annotate`), in the same
+        transaction, after the spans; one of a run the file does not hold (its spans were dropped)
+        is skipped and counted in ``health`` (``store.annotations_unknown_run``)."""
+        if not records and not counters and not annotations:
             return
         with self._lock:
             if busy_timeout_s is None:
-                self._write(records, counters)
+                self._write(records, counters, annotations)
                 return
             self._conn.execute(f"PRAGMA busy_timeout = {max(0, int(busy_timeout_s * 1000))}")
             try:
-                self._write(records, counters)
+                self._write(records, counters, annotations)
             finally:
                 try:
                     self._conn.execute(f"PRAGMA busy_timeout = {int(DEFAULT_BUSY_TIMEOUT_S * 1000)}")
                 except sqlite3.Error:
                     pass
 
-    def _write(self, records: Sequence[SpanRecord], counters: Mapping[str, int] | None) -> None:
+    def _write(
+        self,
+        records: Sequence[SpanRecord],
+        counters: Mapping[str, int] | None,
+        annotations: Sequence[QueuedAnnotation] = (),
+    ) -> None:
         rows = []
         blobs: dict[str, bytes] = {}
         resources: dict[str, str] = {}  # resource JSON -> its column value (one blob per resource)
@@ -611,9 +636,13 @@ class SqliteSpanStore(SpanStore):
             )
         new_blobs = list(blobs.items())
         increments = [(k, int(v)) for k, v in (counters or {}).items() if v]
-        if not rows and not increments:
+        if not rows and not increments and not annotations:
             return
         run_ids = list(dict.fromkeys(r.trace_id for r in records))
+        queued: dict[str, list[QueuedAnnotation]] = {}
+        for item in annotations:
+            queued.setdefault(item.run_id, []).append(item)
+        unknown: list[str] = []
 
         def work() -> None:
             if new_blobs:
@@ -636,7 +665,18 @@ class SqliteSpanStore(SpanStore):
                 )
                 for run_id in run_ids:
                     # a run first seen in this batch is summarised from the batch, not read back
-                    self._refresh_run(run_id, None if run_id in stored_before else in_batch[run_id])
+                    self._refresh_run(
+                        run_id,
+                        None if run_id in stored_before else in_batch[run_id],
+                        queued.get(run_id, ()),
+                    )
+            for run_id, items in queued.items():  # annotations of runs written in earlier batches
+                if run_id in in_batch:
+                    continue
+                if self._conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
+                    unknown.append(run_id)
+                    continue
+                self._refresh_run(run_id, None, items, reuse_facts=True)
             if increments:
                 self._conn.execute(_META_TABLE)
                 self._conn.executemany(
@@ -645,8 +685,17 @@ class SqliteSpanStore(SpanStore):
                     increments,
                 )
 
-        self._transaction(work, f"writing {len(rows)} spans" if rows else "writing health counters")
+        what = (
+            f"writing {len(rows)} spans"
+            if rows
+            else "writing annotations"
+            if queued
+            else "writing health counters"
+        )
+        self._transaction(work, what)
         self._remember_blobs(d for d, _ in new_blobs)
+        if unknown:
+            health.count("store.annotations_unknown_run", len(unknown))
 
     def read_health(self) -> dict[str, int]:
         with self._lock, self._reading("reading health counters"):
@@ -663,18 +712,35 @@ class SqliteSpanStore(SpanStore):
         self,
         run_id: str,
         batch: tuple[Mapping[str, SpanFacts], Mapping[str, SpanRecord]] | None = None,
+        annotate: Sequence[QueuedAnnotation] = (),
+        *,
+        reuse_facts: bool = False,
     ) -> None:
-        """Recompute the runs row of ``run_id`` from its spans and annotations (inside a
-        transaction); ``batch`` (facts and records by span id) when they are all its spans."""
+        """Recompute the runs row of ``run_id`` from its spans and annotations, merging
+        ``annotate`` into them first (inside a transaction); ``batch`` (facts and records by span
+        id) when they are all its spans. ``reuse_facts`` (only the annotations changed): the
+        run's facts remembered from the last time this store computed its row, while the row's
+        version shows nobody changed it since, instead of reading its spans back."""
+        existing = self._conn.execute(
+            "SELECT annotations, version FROM runs WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        remembered = self._run_facts.get(run_id) if reuse_facts and existing is not None else None
         if batch is not None:
             facts = list(batch[0].values())
             root_facts = choose_root(facts)
             root = batch[1][root_facts.span_id] if root_facts is not None else None
+            run_facts = summarize_run(run_id, facts, root)
+        elif remembered is not None and existing is not None and remembered[0] == int(existing["version"]):
+            run_facts = remembered[1]
         else:
             facts, root = self._stored_facts(run_id)
-        existing = self._conn.execute("SELECT annotations FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            run_facts = summarize_run(run_id, facts, root)
         annotations = Annotations.model_validate_json(existing["annotations"]) if existing else Annotations()
-        run_facts = summarize_run(run_id, facts, root)
+        for item in annotate:
+            annotations = annotations.merged(
+                outcome=item.outcome, reference=item.reference, labels=item.labels, lineage=item.lineage
+            )
+        self._staged_facts[run_id] = (int(existing["version"]) + 1 if existing is not None else 1, run_facts)
         summary = effective_summary(run_facts, annotations)
         lineage = annotations.lineage or run_facts.lineage
         self._conn.execute(
@@ -745,14 +811,35 @@ class SqliteSpanStore(SpanStore):
         return self._read_spans(run_id)
 
     def _read_spans(self, run_id: str) -> list[SpanRecord]:
+        return self._read_spans_and_facts(run_id)[0]
+
+    def _read_spans_and_facts(self, run_id: str) -> tuple[list[SpanRecord], dict[str, SpanFacts]]:
+        """The run's spans in start order, and the facts stored beside each (what the builder
+        would otherwise compute again)."""
         with self._lock, self._reading(f"reading the spans of run {run_id}"):
-            rows = self._conn.execute(
-                f"SELECT {_SPAN_COLUMNS} FROM spans WHERE trace_id = ? ORDER BY start_time_ns, span_id",
+            plain = self._conn.cursor()
+            plain.row_factory = None
+            rows = plain.execute(
+                f"SELECT {_SPAN_COLUMNS}, span_type, declared_run, hop_index, answer_text FROM spans "
+                "WHERE trace_id = ? ORDER BY start_time_ns, span_id",
                 (run_id,),
             ).fetchall()
         if not rows:
             raise KeyError(f"unknown run {run_id!r}: span store {self.path} has no spans of it")
-        return self._decode_rows(rows)
+        facts = {
+            row[1]: SpanFacts(
+                span_id=row[1],
+                parent_span_id=row[2],
+                start_time_ns=row[5],
+                end_time_ns=row[6],
+                type=row[14],
+                declared_run=bool(row[15]),
+                hop_index=row[16],
+                answer_text=row[17],
+            )
+            for row in rows
+        }
+        return self._decode_rows(rows), facts
 
     def _remember_blobs(self, digests: Iterable[str]) -> None:
         """Digests known to be in the file (blobs are never deleted): not sent again."""
@@ -776,43 +863,55 @@ class SqliteSpanStore(SpanStore):
         return out
 
     def _decode_rows(self, rows: Sequence[Any]) -> list[SpanRecord]:
-        """SpanRecords from stored rows of either layout (version 1 JSON text, version 2 packed)."""
+        """SpanRecords from stored rows of either layout (version 1 JSON text, version 2 packed),
+        columns in :data:`_SPAN_COLUMNS` order."""
         decoded = []
         wanted: set[str] = set()
         for row in rows:
-            attributes = unpack_json(row["attributes"])
-            resource = row["resource"]
+            attributes = unpack_json(row[9])
+            resource = row[12]
             if isinstance(resource, str) and resource.startswith(RESOURCE_PREFIX):
                 wanted.add(resource[1:])
-            wanted.update(blob_refs(attributes))
-            decoded.append((row, attributes))
+            refs = False
+            for value in attributes.values():
+                if type(value) is dict and len(value) == 1:
+                    digest = value.get(BLOB_KEY)
+                    if isinstance(digest, str):
+                        wanted.add(digest)
+                        refs = True
+            decoded.append((row, attributes, refs))
         texts: dict[str, str] = {}
         if wanted:
             with self._lock, self._reading("reading stored values"):
                 texts = self._blob_texts(wanted) if self._has_blobs() else {}
         resources: dict[str, Any] = {}  # a run's spans share one resource: parsed once
         out = []
-        for row, attributes in decoded:
-            resource = row["resource"]
+        validate = SpanRecord.model_validate
+        for row, attributes, refs in decoded:
+            resource = row[12]
             if isinstance(resource, str) and resource.startswith(RESOURCE_PREFIX):
                 resource = texts.get(resource[1:], "{}")
+            events = row[10]
+            links = row[11]
             out.append(
-                SpanRecord.model_validate(
+                validate(
                     {
-                        "trace_id": row["trace_id"],
-                        "span_id": row["span_id"],
-                        "parent_span_id": row["parent_span_id"],
-                        "name": row["name"],
-                        "kind": row["kind"],
-                        "start_time_ns": row["start_time_ns"],
-                        "end_time_ns": row["end_time_ns"],
-                        "status_code": row["status_code"],
-                        "status_message": row["status_message"],
-                        "attributes": _restore(attributes, texts),
-                        "events": _json_list(row["events"], unpack_json),
-                        "links": _json_list(row["links"], json.loads),
+                        "trace_id": row[0],
+                        "span_id": row[1],
+                        "parent_span_id": row[2],
+                        "name": row[3],
+                        "kind": row[4],
+                        "start_time_ns": row[5],
+                        "end_time_ns": row[6],
+                        "status_code": row[7],
+                        "status_message": row[8],
+                        "attributes": _restore(attributes, texts)
+                        if refs
+                        else dict(zip(decoded_names(tuple(attributes)), attributes.values(), strict=True)),
+                        "events": [] if events == "[]" else unpack_json(events),
+                        "links": [] if links == "[]" else json.loads(links),
                         "resource": _resource(resource, resources),
-                        "scope": row["scope"],
+                        "scope": row[13],
                     }
                 )
             )
@@ -1001,23 +1100,30 @@ class SqliteSpanStore(SpanStore):
         labels: dict[str, Any] | None = None,
         lineage: Lineage | None = None,
     ) -> None:
+        """While this process's background writer still holds the run's spans (a run that just
+        ended), the annotation is queued behind them and written in the same transaction (no wait
+        here); this store's reads of the run wait for both, so they see it. Otherwise it is written
+        now."""
         merged_outcome = normalize_outcome(outcome)
-        if labels is not None:
-            dumps(labels, f"labels for run {run_id}")
+        # a copy as JSON (what is stored): the caller may change its dict after the call
+        copied = json.loads(dumps(labels, f"labels for run {run_id}")) if labels is not None else None
+        item = QueuedAnnotation(
+            run_id,
+            merged_outcome,
+            reference,
+            copied,
+            lineage.model_copy(deep=True) if lineage is not None else None,
+        )
+        if not self.read_only:
+            for writer in writers_for(self.pending_key()):
+                if writer.accepts_annotations and writer.submit_if_pending(item, key=run_id):
+                    return
         self._await_pending(run_id)
 
         def work() -> None:
-            row = self._conn.execute("SELECT annotations FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-            if row is None:
+            if self._conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
                 raise KeyError(f"unknown run {run_id!r}: span store {self.path} has no spans of it")
-            current = Annotations.model_validate_json(row["annotations"])
-            merged = current.merged(
-                outcome=merged_outcome, reference=reference, labels=labels, lineage=lineage
-            )
-            self._conn.execute(
-                "UPDATE runs SET annotations = ? WHERE run_id = ?", (merged.model_dump_json(), run_id)
-            )
-            self._refresh_run(run_id)
+            self._refresh_run(run_id, None, (item,), reuse_facts=True)
 
         self._transaction(work, f"annotating run {run_id}")
 
@@ -1042,7 +1148,8 @@ class SqliteSpanStore(SpanStore):
 
         def build() -> Trajectory:
             annotations = Annotations.model_validate_json(row["annotations"])
-            return overlay(build_trajectory(self._read_spans(run_id), run_id=run_id), annotations)
+            spans, facts = self._read_spans_and_facts(run_id)
+            return overlay(build_trajectory(spans, run_id=run_id, facts=facts), annotations)
 
         # stitching (outside the lock) reads the parent run through get_trajectory
         return read_trajectory(

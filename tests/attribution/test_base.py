@@ -31,6 +31,7 @@ ALL = [
     "crs",
     "path_aware",
     "information_flow",
+    "decisive_step",
     "all_at_once",
 ]
 

@@ -76,7 +76,11 @@ def test_persistent_corruption_is_found_by_provenance_and_stays_uncertain() -> N
     d = get_diagnoser("path_aware").diagnose(run, context_for(world))
     assert d.details["audit"]["hops"][1]["consistent"] is True
     assert d.hop == 1 and d.uncertain and d.candidates[0] == 1 and len(d.candidates) > 1
-    assert all(p.restored is False for p in d.probes) and d.cost.reexecutions <= 3
+    assert not any(p.restored for p in d.probes) and d.cost.reexecutions <= 3
+    # re-retrieving the corrupted hop returns the evidence it already had: no fork, hop not cleared
+    hop1 = [p for p in d.probes if p.hop == 1]
+    assert hop1 and all(p.uninformative and p.fork_run_id is None for p in hop1)
+    assert 1 in d.candidates
 
 
 def test_passive_mode_without_a_live_agent(world) -> None:

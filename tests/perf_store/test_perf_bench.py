@@ -42,7 +42,10 @@ def test_the_cli_prints_the_issue_table_and_writes_json(
     assert cli.main(["--out", str(tmp_path), "--quick", "--only", "redaction"]) == 0
     printed = capsys.readouterr().out
     data = json.loads((tmp_path / "perf.json").read_text())
-    assert [r["figure"] for r in data["summary"]] == [row[0] for row in cli.ROWS]
+    # every row but the --store-runs ones (not asked for)
+    assert [r["figure"] for r in data["summary"]] == [
+        row[0] for row in cli.ROWS if not row[3].startswith("store_scale.")
+    ]
     assert "redaction speedup at 3 hops" in printed and "today" in printed
     row = next(r for r in data["summary"] if r["figure"].startswith("redaction per run, 3 hops"))
     assert row["now"] == data["redaction"]["hops_3"]["after_ms_per_run"]
@@ -57,3 +60,7 @@ def test_bad_arguments_exit_2_with_one_line(tmp_path: Path, capsys: pytest.Captu
     assert "cannot create --out folder" in capsys.readouterr().err
     assert cli.main(["--out", str(tmp_path), "--before-ref", "no-such-revision"]) == 2
     assert "--before-ref 'no-such-revision' is not a git revision" in capsys.readouterr().err
+    assert cli.main(["--out", str(tmp_path), "--store-runs", "5"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --store-runs must be at least 2000 (its sample), got 5"
+    assert cli.main(["--out", str(tmp_path), "--only", "store_scale"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --only store_scale needs --store-runs N"

@@ -10,7 +10,7 @@ from span_factory import fabricate_run
 
 from causal_middleware.spans.record import SpanRecord
 from causal_middleware.store._common import encode_span
-from causal_middleware.store._packing import BLOB_MIN_CHARS
+from causal_middleware.store._packing import BLOB_MIN_CHARS, PACK_MIN_BYTES
 from causal_middleware.store.memory import InMemorySpanStore
 from causal_middleware.store.sqlite import SqliteSpanStore
 
@@ -34,6 +34,9 @@ def test_long_values_and_the_resource_are_stored_once_and_read_back_whole(tmp_pa
         else r
         for i, r in enumerate(records)
     ]
+    # one span whose attributes JSON passes PACK_MIN_BYTES in short values: stored deflated
+    many = {f"custom.key{j}": "short value" for j in range(PACK_MIN_BYTES // 20)}
+    records[1] = records[1].model_copy(update={"attributes": {**records[1].attributes, **many}})
     other = _copy(records, "f" * 32)
     with SqliteSpanStore(tmp_path / "p.db") as store:
         store.write_spans(records)

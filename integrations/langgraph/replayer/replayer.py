@@ -11,6 +11,7 @@ deletes a fork's thread from the checkpointer once the fork is no longer needed.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import copy
 import threading
 import weakref
@@ -276,7 +277,9 @@ class Replayer:
         """
         reqs = [_as_request(r) for r in requests]
         with ThreadPoolExecutor(max_workers=self.max_concurrency, thread_name_prefix="causal-fork") as pool:
-            futures = [pool.submit(self.fork, r.run_id, **r.kwargs()) for r in reqs]
+            # each fork runs in a copy of the caller's context, so context variables the caller set
+            # (a scoped index override, say) reach it as they reach a single fork
+            futures = [pool.submit(self._fork_in_context, contextvars.copy_context(), r) for r in reqs]
             results: list[Trajectory | BaseException] = []
             for future in futures:
                 exc = future.exception()
@@ -286,6 +289,9 @@ class Replayer:
                 if isinstance(item, BaseException):
                     raise item
         return results
+
+    def _fork_in_context(self, context: contextvars.Context, request: ForkRequest) -> Trajectory:
+        return context.run(lambda: self.fork(request.run_id, **request.kwargs()))
 
     async def afork_many(
         self, requests: Iterable[ForkRequest | Mapping[str, Any]], *, return_exceptions: bool = False
