@@ -36,7 +36,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from benchmarks.perf.store import BATCH_RUNS, QUERIES, default_plan, synthesise, template_run
+from benchmarks.perf.store import BATCH_RUNS, QUERIES, default_plan, run_labels, synthesise, template_run
 from causal_middleware.spans import attributes as A
 from causal_middleware.spans.record import SpanRecord
 from causal_middleware.store.sqlite import SqliteSpanStore
@@ -74,19 +74,6 @@ def _labels_sql(n_runs: int) -> str:
         """CASE n.i % 4 WHEN 0 THEN '{"split":"a"}' WHEN 1 THEN '{"split":"b"}' ELSE '{}' END), """
         f"""CASE WHEN n.i = {n_runs // 2} THEN '{{"needle":1}}' ELSE '{{}}' END)"""
     )
-
-
-def run_labels(i: int, n_runs: int) -> dict[str, Any]:
-    """Run ``i``'s labels: ``i``, ``split=a`` on every fourth run, ``split=b`` on the next,
-    ``needle=1`` on the run in the middle."""
-    labels: dict[str, Any] = {"i": i}
-    if i % 4 == 0:
-        labels["split"] = "a"
-    elif i % 4 == 1:
-        labels["split"] = "b"
-    if i == n_runs // 2:
-        labels["needle"] = 1
-    return labels
 
 
 def _annotations_sql(labels: str) -> str:

@@ -69,12 +69,9 @@ def template_run() -> list[SpanRecord]:
     return max(spans, key=len)  # the longest of the few (multi-hop) runs
 
 
-def synthesise(template: list[SpanRecord], i: int, n_runs: int) -> list[SpanRecord]:
-    """Run ``i`` of ``n_runs``: the template's spans under a new trace id, started ``i`` seconds
-    after :data:`BASE_NS`, with its labels."""
-    trace_id = f"{(i + 1) * 0x9E3779B97F4A7C15 % (1 << 128):032x}"
-    first = min(s.start_time_ns for s in template)
-    shift = BASE_NS + i * 1_000_000_000 - first
+def run_labels(i: int, n_runs: int) -> dict[str, Any]:
+    """Run ``i``'s labels: ``i``, ``split=a`` on every fourth run, ``split=b`` on the next,
+    ``needle=1`` on the run in the middle."""
     labels: dict[str, Any] = {"i": i}
     if i % 4 == 0:
         labels["split"] = "a"
@@ -82,6 +79,16 @@ def synthesise(template: list[SpanRecord], i: int, n_runs: int) -> list[SpanReco
         labels["split"] = "b"
     if i == n_runs // 2:
         labels["needle"] = 1
+    return labels
+
+
+def synthesise(template: list[SpanRecord], i: int, n_runs: int) -> list[SpanRecord]:
+    """Run ``i`` of ``n_runs``: the template's spans under a new trace id, started ``i`` seconds
+    after :data:`BASE_NS`, with its labels."""
+    trace_id = f"{(i + 1) * 0x9E3779B97F4A7C15 % (1 << 128):032x}"
+    first = min(s.start_time_ns for s in template)
+    shift = BASE_NS + i * 1_000_000_000 - first
+    labels = run_labels(i, n_runs)
     out = []
     for span in template:
         update: dict[str, Any] = {

@@ -39,6 +39,7 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
 from benchmarks.reference_agent.graph import gold_plan
+from benchmarks.reference_agent.prompts import fill_plan_step
 from causal_middleware.attribution.base import Diagnosis, DiagnosisContext, blind
 from causal_middleware.evaluation.stats import bootstrap_ci
 from causal_middleware.faults.families import hop_target
@@ -66,10 +67,9 @@ class NaturalLabel(BaseModel):
 
 
 def _filled(gold: HopGold, question: Question) -> str:
-    text = gold_plan(question)[gold.index - 1]
-    for earlier in question.hops[: gold.index - 1]:
-        text = text.replace(f"#{earlier.index}", earlier.answer)
-    return text
+    """The gold hop's step of the gold plan, with each ``#N`` filled with gold hop N's answer (the
+    agent's own filling, from the facts it should have found)."""
+    return fill_plan_step(gold_plan(question)[gold.index - 1], [{"fact": h.answer} for h in question.hops])
 
 
 def _candidates(

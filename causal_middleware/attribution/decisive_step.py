@@ -40,8 +40,11 @@ from typing import Any, ClassVar
 
 from causal_middleware.attribution.base import Diagnoser, Diagnosis, DiagnosisContext
 from causal_middleware.attribution.information_flow import (
+    FAILURE_WORDS,
+    LIST_MARKER,
+    OPENING_COVERAGE,
     claim_numbers,
-    message_stage,
+    message_diagnosis,
     message_steps,
     message_text,
 )
@@ -54,11 +57,8 @@ __all__ = ["DecisiveStepDiagnoser", "answer_line"]
 _ANSWER_LINE = re.compile(r"(?im)^[^\n=()]{0,40}(?<![\"'])\banswer\b(?![\"'])[^\n:=()]{0,30}:\s*(\S[^\n]*)$")
 # a run's closing notice that a budget ran out, as its first line ("max rounds reached")
 _BUDGET = re.compile(r"(?i)\A\s*(?:max(?:imum)?|limit)\b[^\n]{0,40}\b(?:reached|exceeded)\b")
-_LIST_MARKER = re.compile(r"(?m)^\s*(?:[-*#>]+\s*)?(?:step\s*)?\d+[.):]\s", re.IGNORECASE)
-_FAILED = re.compile(r"traceback|error|exception|failed|not found|timed? ?out", re.IGNORECASE)
 _CODE = "```"
 _MIN_TERMS = 4  # a substantive message states something ("next speaker X", "TERMINATE" do not)
-_OPENING_COVERAGE = 0.5  # the opening message restates the question when it holds half its terms
 _REPEAT_OVERLAP = 0.8  # two messages of one agent are the same request at this term overlap
 _HEAD_CHARS = 120  # a tool reports its own failure up front; later failure words are page content
 _TEXT_CLAIM = 0.5  # a message holds a text answer when it has half of its terms
@@ -99,20 +99,8 @@ class DecisiveStepDiagnoser(Diagnoser):
                 index, rule = failed, "first_failed_call"
             else:
                 index, rule = log.first_reply(), "first_reply"
-        step = messages[index]
-        return Diagnosis(
-            method=self.name,
-            stage=message_stage(step.kind),
-            hop=step.hop,
-            step_id=step.step_id,
-            node=step.node,
-            root_cause=f"{rule}: step {index} of {len(messages)} messages ({step.name or step.kind})",
-            details={
-                "rule": rule,
-                "message_index": index,
-                "error_category": _category(rule, messages, details.get("introduced_at")),
-                **details,
-            },
+        return message_diagnosis(
+            self.name, messages, index, rule, _category(rule, messages, details.get("introduced_at")), details
         )
 
 
@@ -126,7 +114,7 @@ class _Log:
         self.question = question if isinstance(question, str) else str(question or "")
         self.given = claim_numbers(self.question)
         self.given_terms = terms(self.question)
-        if self.question.strip() and coverage(self.given_terms, self.terms[0]) >= _OPENING_COVERAGE:
+        if self.question.strip() and coverage(self.given_terms, self.terms[0]) >= OPENING_COVERAGE:
             self.given |= claim_numbers(self.texts[0])
             self.given_terms |= self.terms[0]
         # an "answer" that states nothing beyond the task (a log whose only output is the task's
@@ -162,7 +150,7 @@ class _Log:
         if _BUDGET.search(text):
             return None  # stopped by a budget, not by a conclusion: there is no final claim
         claims = claim_numbers(text) - self.given
-        lines = [ln for ln in _LIST_MARKER.sub(" ", text).splitlines() if claim_numbers(ln) - self.given]
+        lines = [ln for ln in LIST_MARKER.sub(" ", text).splitlines() if claim_numbers(ln) - self.given]
         key = claim_numbers(lines[-1]) - self.given if lines else set()
         return self._number_origin(end, claims, key)
 
@@ -228,7 +216,7 @@ class _Log:
     def first_failed_call(self) -> int | None:
         for i, step in enumerate(self.messages):
             head = self.texts[i].strip()[:_HEAD_CHARS]
-            if step.kind == "tool" and (step.status == Status.ERROR or _FAILED.search(head)):
+            if step.kind == "tool" and (step.status == Status.ERROR or FAILURE_WORDS.search(head)):
                 caller = self.caller(i)
                 return caller if caller is not None else i
         return None

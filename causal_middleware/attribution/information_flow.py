@@ -36,12 +36,12 @@ from causal_middleware.spans.model import Status, Trajectory
 
 __all__ = ["InformationFlowDiagnoser", "claim_numbers", "message_stage", "message_steps", "message_text"]
 
-_LIST_MARKER = re.compile(r"(?m)^\s*(?:[-*#>]+\s*)?(?:step\s*)?\d+[.):]\s", re.IGNORECASE)
+LIST_MARKER = re.compile(r"(?m)^\s*(?:[-*#>]+\s*)?(?:step\s*)?\d+[.):]\s", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
-_FAILED = re.compile(r"traceback|error|exception|failed|not found|timed? ?out", re.IGNORECASE)
+FAILURE_WORDS = re.compile(r"traceback|error|exception|failed|not found|timed? ?out", re.IGNORECASE)
 _MESSAGE_KINDS = ("llm", "tool", "node", "answer")
 _MIN_FINAL_TERMS = 3  # a final message states something ("TERMINATE", "ok" do not)
-_OPENING_COVERAGE = 0.5  # the opening message restates the question when it holds half its terms
+OPENING_COVERAGE = 0.5  # the opening message restates the question when it holds half its terms
 
 
 def message_text(step: Any) -> str:
@@ -67,7 +67,7 @@ def claim_numbers(text: str) -> set[str]:
     """The numbers ``text`` states, normalised (``1,000`` = ``1000``, ``2.50`` = ``2.5``), list
     numbering left out."""
     found: set[str] = set()
-    for raw in _NUMBER.findall(_LIST_MARKER.sub(" ", text or "")):
+    for raw in _NUMBER.findall(LIST_MARKER.sub(" ", text or "")):
         value = raw.replace(",", "").strip(",")
         try:
             float(value)
@@ -93,7 +93,7 @@ class InformationFlowDiagnoser(Diagnoser):
         texts = [message_text(s) for s in messages]
         question = trajectory.input if isinstance(trajectory.input, str) else str(trajectory.input or "")
         given = claim_numbers(question)
-        opening = 0 if coverage(terms(question), terms(texts[0])) >= _OPENING_COVERAGE else None
+        opening = 0 if coverage(terms(question), terms(texts[0])) >= OPENING_COVERAGE else None
         if opening is not None and question.strip():
             given |= claim_numbers(texts[0])
         found = self._claim_origin(messages, texts, given, trajectory.answer)
@@ -106,20 +106,8 @@ class InformationFlowDiagnoser(Diagnoser):
             rule = "first_failed_call"
             if index is None:
                 index, rule = self._first_reply(messages), "first_reply"
-        step = messages[index]
-        return Diagnosis(
-            method=self.name,
-            stage=message_stage(step.kind),
-            hop=step.hop,
-            step_id=step.step_id,
-            node=step.node,
-            root_cause=f"{rule}: step {index} of {len(messages)} messages ({step.name or step.kind})",
-            details={
-                "rule": rule,
-                "message_index": index,
-                "error_category": _category(rule, details.get("introduced_at") == index),
-                **details,
-            },
+        return message_diagnosis(
+            self.name, messages, index, rule, _category(rule, details.get("introduced_at") == index), details
         )
 
     def _claim_origin(
@@ -138,7 +126,7 @@ class InformationFlowDiagnoser(Diagnoser):
         if final is None:
             return None
         claims = claim_numbers(final) - given
-        lines = [line for line in _LIST_MARKER.sub(" ", final).splitlines() if claim_numbers(line) - given]
+        lines = [line for line in LIST_MARKER.sub(" ", final).splitlines() if claim_numbers(line) - given]
         key = claim_numbers(lines[-1]) - given if lines else set()
         seen = set(given)
         introduced: dict[int, set[str]] = {}
@@ -161,7 +149,7 @@ class InformationFlowDiagnoser(Diagnoser):
 
     def _first_failed_call(self, messages: Sequence[Any], texts: Sequence[str]) -> int | None:
         for i, step in enumerate(messages):
-            if step.kind == "tool" and (step.status == Status.ERROR or _FAILED.search(texts[i])):
+            if step.kind == "tool" and (step.status == Status.ERROR or FAILURE_WORDS.search(texts[i])):
                 return self._caller(messages, i)
         return None
 
@@ -191,6 +179,27 @@ def _category(rule: str, unsupported: bool) -> str | None:
     if rule == "claim_origin" and unsupported:
         return "Language-only"
     return None
+
+
+def message_diagnosis(
+    method: str,
+    messages: Sequence[Any],
+    index: int,
+    rule: str,
+    category: str | None,
+    details: dict[str, Any],
+) -> Diagnosis:
+    """The diagnosis that blames message ``index`` of ``messages`` by ``rule``."""
+    step = messages[index]
+    return Diagnosis(
+        method=method,
+        stage=message_stage(step.kind),
+        hop=step.hop,
+        step_id=step.step_id,
+        node=step.node,
+        root_cause=f"{rule}: step {index} of {len(messages)} messages ({step.name or step.kind})",
+        details={"rule": rule, "message_index": index, "error_category": category, **details},
+    )
 
 
 def message_stage(kind: str) -> Stage:

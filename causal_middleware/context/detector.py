@@ -11,6 +11,7 @@ question; abandonment is a session that ends right after an unresolved signal.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -414,64 +415,57 @@ def _contradictions(conversation: Conversation, found: list[Signal]) -> list[Sig
     transfer $500") and questions are not contradictions.
     """
     out = []
-    corrected = {s.node_id for s in found if s.type == SignalType.CORRECTION}
-    last_agent: ConversationNode | None = None
-    for n in conversation.nodes:
-        if n.type == NodeType.AGENT:
-            last_agent = n
-        elif n.type == NodeType.USER:
-            if last_agent is not None and n.id not in corrected:
-                said = find_values(last_agent.content)
-                said_strong = [(k, v) for k, v in said if k in CONTRADICTION_KINDS]
-                answer_terms = set(term_seq(last_agent.content))
-                for sent in sentences(n.content):
-                    shape = statement_kind(sent)
-                    if shape in ("question", "request"):
-                        continue
-                    values = in_answer_units(find_values(sent), said)
-                    contrast = any(same_value(v, a) for _, v in values for _, a in said)
-                    terms = set(term_seq(sent))
-                    refers = not terms or bool(terms & answer_terms)
-                    stated = bool(_STATEMENT.search(sent))
-                    # "The letter says X", "I was told X": the user reports what a source states,
-                    # an assertion about the world whatever the sentence opens with.
-                    reported = bool(_REPORTED.search(sent))
-                    stated = stated or reported
-                    if not (contrast or shape == "assertion" or (stated and (refers or reported))):
-                        continue
-                    hit = next(
-                        (
-                            (value, same, 0.8)
-                            for kind, value in values
-                            if kind in CONTRADICTION_KINDS
-                            and (same := [v for k, v in said if k == kind])
-                            and not any(same_value(v, value) for v in same)
-                        ),
-                        None,
+    for last_agent, n in _replies(conversation, found):
+        said = find_values(last_agent.content)
+        said_strong = [(k, v) for k, v in said if k in CONTRADICTION_KINDS]
+        answer_terms = set(term_seq(last_agent.content))
+        for sent in sentences(n.content):
+            shape = statement_kind(sent)
+            if shape in ("question", "request"):
+                continue
+            values = in_answer_units(find_values(sent), said)
+            contrast = any(same_value(v, a) for _, v in values for _, a in said)
+            terms = set(term_seq(sent))
+            refers = not terms or bool(terms & answer_terms)
+            stated = bool(_STATEMENT.search(sent))
+            # "The letter says X", "I was told X": the user reports what a source states,
+            # an assertion about the world whatever the sentence opens with.
+            reported = bool(_REPORTED.search(sent))
+            stated = stated or reported
+            if not (contrast or shape == "assertion" or (stated and (refers or reported))):
+                continue
+            hit = next(
+                (
+                    (value, same, 0.8)
+                    for kind, value in values
+                    if kind in CONTRADICTION_KINDS
+                    and (same := [v for k, v in said if k == kind])
+                    and not any(same_value(v, value) for v in same)
+                ),
+                None,
+            )
+            if hit is None and said_strong and shape == "assertion" and stated and terms:
+                hit = next(
+                    (
+                        (value, [said_strong[0][1]], 0.75)
+                        for kind, value in values
+                        if kind in CONTRADICTION_KINDS and kind not in {k for k, _ in said_strong}
+                    ),
+                    None,
+                )
+            if hit is None and not said_strong and stated and (refers or contrast):
+                hit = _other_count(values, said)
+            if hit:
+                out.append(
+                    Signal(
+                        type=SignalType.CORRECTION,
+                        turn=n.turn,
+                        node_id=n.id,
+                        evidence=quote(f"{n.content} (the agent said {hit[1][0]})"),
+                        confidence=hit[2],
                     )
-                    if hit is None and said_strong and shape == "assertion" and stated and terms:
-                        hit = next(
-                            (
-                                (value, [said_strong[0][1]], 0.75)
-                                for kind, value in values
-                                if kind in CONTRADICTION_KINDS and kind not in {k for k, _ in said_strong}
-                            ),
-                            None,
-                        )
-                    if hit is None and not said_strong and stated and (refers or contrast):
-                        hit = _other_count(values, said)
-                    if hit:
-                        out.append(
-                            Signal(
-                                type=SignalType.CORRECTION,
-                                turn=n.turn,
-                                node_id=n.id,
-                                evidence=quote(f"{n.content} (the agent said {hit[1][0]})"),
-                                confidence=hit[2],
-                            )
-                        )
-                        break
-            last_agent = None
+                )
+                break
     return out
 
 
@@ -521,6 +515,31 @@ def _pushback(conversation: Conversation, found: list[Signal]) -> list[Signal]:
     shares a content word with the answer). "Don't forget to ..." and a question about something
     the answer never mentioned are not pushback."""
     out = []
+    for last_agent, n in _replies(conversation, found):
+        answer_terms = set(term_seq(last_agent.content))
+        for sent in sentences(expand_informal(n.content)):
+            body = _LEAD_IN.sub("", sent.strip())
+            m = _PROHIBITION.match(body) or _RHETORICAL.match(body)
+            if (
+                m and share_stem(set(term_seq(body[m.start("verb") :])), answer_terms)
+            ) or behavioural_objection(body):
+                out.append(
+                    Signal(
+                        type=SignalType.CORRECTION,
+                        turn=n.turn,
+                        node_id=n.id,
+                        evidence=quote(f"{n.content} (after: {last_agent.content})"),
+                        confidence=0.8,
+                    )
+                )
+                break
+    return out
+
+
+def _replies(
+    conversation: Conversation, found: list[Signal]
+) -> Iterator[tuple[ConversationNode, ConversationNode]]:
+    """(agent turn, the user turn right after it), for user turns not flagged as corrections yet."""
     flagged = {s.node_id for s in found if s.type == SignalType.CORRECTION}
     last_agent: ConversationNode | None = None
     for n in conversation.nodes:
@@ -528,25 +547,8 @@ def _pushback(conversation: Conversation, found: list[Signal]) -> list[Signal]:
             last_agent = n
         elif n.type == NodeType.USER:
             if last_agent is not None and n.id not in flagged:
-                answer_terms = set(term_seq(last_agent.content))
-                for sent in sentences(expand_informal(n.content)):
-                    body = _LEAD_IN.sub("", sent.strip())
-                    m = _PROHIBITION.match(body) or _RHETORICAL.match(body)
-                    if (
-                        m and share_stem(set(term_seq(body[m.start("verb") :])), answer_terms)
-                    ) or behavioural_objection(body):
-                        out.append(
-                            Signal(
-                                type=SignalType.CORRECTION,
-                                turn=n.turn,
-                                node_id=n.id,
-                                evidence=quote(f"{n.content} (after: {last_agent.content})"),
-                                confidence=0.8,
-                            )
-                        )
-                        break
+                yield last_agent, n
             last_agent = None
-    return out
 
 
 def _tool_errors(conversation: Conversation) -> list[Signal]:

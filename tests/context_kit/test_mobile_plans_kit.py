@@ -8,10 +8,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from benchmarks.context.kit import generate_kit_benchmark, kit_categories, load_kit, resolve_kit
-from benchmarks.context.simulation.generator import dumps
-from benchmarks.context.simulation.verification import verify_benchmark
+from benchmarks.context.kit import kit_categories, load_kit, resolve_kit
 from causal_middleware.context.root_cause import FaultCategory
+
+from .kit_checks import check_generated_set
 
 ROOT = Path(__file__).resolve().parents[2]
 KIT = ROOT / "examples" / "mobile_plans_kit" / "kit.yaml"
@@ -32,17 +32,7 @@ def test_the_kit_resolves_against_its_own_layout() -> None:
 
 
 def test_the_generated_set_is_labelled_verified_and_deterministic() -> None:
-    bench = generate_kit_benchmark(KIT, seed=4, n_dissatisfied=18, n_control=4)
-    assert len(bench.dissatisfied) == 18 and len(bench.controls) == 4
-    assert verify_benchmark(bench).ok
-    assert {t.ground_truth.fault.category for t in bench.dissatisfied if t.ground_truth.fault} == set(
-        FaultCategory
-    )
-    for t in bench.dissatisfied:
-        ws = bench.workspace(t)
-        for path in t.workspace_changes:
-            assert ws.component_type(path) != "other", path
-    assert dumps(generate_kit_benchmark(KIT, seed=4, n_dissatisfied=18, n_control=4)) == dumps(bench)
+    check_generated_set(KIT)
 
 
 def test_the_freeze_record_names_every_pipeline_module() -> None:
