@@ -27,6 +27,8 @@ from causal_middleware.cli._common import add_json_arg, print_json
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
+    from causal_middleware.counterfactual.proposers import LLMProposer
+    from causal_middleware.repair.validate import LLMValidator
     from causal_middleware.tasks.model import Dataset
 
 # Modules exposing register_bench(bench_subparsers); missing ones are skipped.
@@ -475,6 +477,10 @@ def run_repair(p: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"--executor {executor_name} runs the offline model at --temperature 0 only")
     if model_spec != "offline" and temperature:
         raise ValueError("--temperature is the offline model's; a --model samples with its own settings")
+    proposer_spec, validator_spec = p.get("proposer") or "offline", p.get("validator")
+    if executor_name != "local" and (proposer_spec != "offline" or validator_spec):
+        raise ValueError(f"--executor {executor_name} repairs with the offline proposer and no --validator")
+    proposer, validator = repair_models(proposer_spec, validator_spec, seed=seed)
     model = agent_model(model_spec, seed=seed)
     env = reference_sweep_environment(
         generate_world(p.get("n", 100), seed=seed),
@@ -504,6 +510,8 @@ def run_repair(p: dict[str, Any]) -> dict[str, Any]:
             progress=p.get("progress"),
             executor=executor,
             env_spec=spec,
+            proposer=proposer,
+            llm_validator=validator,
         )
     finally:
         close_executor(executor)
@@ -513,7 +521,42 @@ def run_repair(p: dict[str, Any]) -> dict[str, Any]:
     results["config"]["model"] = model_spec
     results["config"]["plan"] = plan
     results["config"]["mode"] = agent_mode(model_spec, "world", plan)
+    results["config"]["proposer_model"] = proposer_spec
+    results["config"]["validator"] = validator_spec
     return results
+
+
+PROPOSER_TEMPERATURE = 0.7  # CausalFlow samples its proposals
+PROPOSER_MAX_TOKENS = 384  # k JSON objects of a step's output
+VALIDATOR_MAX_TOKENS = 128  # one {"agree", "confidence", "reason"} object per role
+
+
+def repair_models(
+    proposer_spec: str, validator_spec: str | None, *, seed: int = 0
+) -> tuple[LLMProposer | None, LLMValidator | None]:
+    """The LLM proposer (None for ``offline``: the bench's deterministic proposer) and the
+    proposer / critic / meta-critic validator (None without a spec) that ``bench repair`` uses."""
+    from causal_middleware.cli.live_agent import load_chat_model
+    from causal_middleware.counterfactual.proposers import LLMProposer
+    from causal_middleware.repair.validate import LLMValidator
+
+    def model(spec: str, what: str, max_tokens: int) -> BaseChatModel:
+        chat = load_chat_model(spec, what)
+        fields = type(chat).model_fields
+        update = {k: v for k, v in (("seed", seed), ("max_tokens", max_tokens)) if k in fields}
+        return chat.model_copy(update=update) if update else chat
+
+    proposer = (
+        None
+        if proposer_spec == "offline"
+        else LLMProposer(
+            model(proposer_spec, "proposer", PROPOSER_MAX_TOKENS), temperature=PROPOSER_TEMPERATURE
+        )
+    )
+    validator = (
+        LLMValidator(model(validator_spec, "validator", VALIDATOR_MAX_TOKENS)) if validator_spec else None
+    )
+    return proposer, validator
 
 
 def run_context(p: dict[str, Any]) -> dict[str, Any]:

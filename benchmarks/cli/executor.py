@@ -1,8 +1,10 @@
-"""``--executor local|ray`` and ``--address`` for the sweeping commands (``inject``, ``bench fp``,
-``bench repair``), and the reference agent as an environment spec a Ray worker rebuilds.
+"""``--executor local|process|ray`` and ``--address`` for the sweeping commands (``inject``,
+``bench fp``, ``bench repair``), and the reference agent as an environment spec a worker rebuilds.
 
-The local executor is today's thread pool (``--workers`` threads). ``ray`` runs each question as
-a Ray task: on a local cluster with this machine's cores, or on the cluster at ``--address``.
+The local executor is today's thread pool (``--workers`` threads). ``process`` runs the questions
+in ``--workers`` processes of this machine (no extra dependency; the threads share one core under
+the GIL). ``ray`` runs each question as a Ray task: on a local cluster with this machine's cores,
+or on the cluster at ``--address``.
 Every worker process builds the reference agent once from a :class:`ReferenceEnvSpec` (same
 dataset, seed, retriever, k and budget as the driver's), so results equal the local executor's.
 """
@@ -13,7 +15,7 @@ import argparse
 from dataclasses import dataclass
 from typing import Any
 
-from causal_middleware.faults.executor import EXECUTORS, Executor, ThreadExecutor
+from causal_middleware.faults.executor import EXECUTORS, Executor, ProcessExecutor, ThreadExecutor
 
 __all__ = ["ReferenceEnvSpec", "add_executor_args", "check_executor_args", "make_executor"]
 
@@ -54,7 +56,8 @@ def add_executor_args(p: argparse.ArgumentParser) -> None:
         "--executor",
         choices=EXECUTORS,
         default="local",
-        help="where the questions run: local threads (--workers) or Ray tasks (default local)",
+        help="where the questions run: local threads (--workers), local processes (--workers) or Ray "
+        "tasks (default local)",
     )
     p.add_argument(
         "--address",
@@ -70,11 +73,12 @@ def check_executor_args(args: argparse.Namespace) -> None:
 
 
 def make_executor(name: str, *, workers: int = 2, address: str | None = None) -> Executor:
-    """``local``: ``workers`` threads; ``ray``: a :class:`RayExecutor` (needs the ``[ray]`` extra)."""
-    if name == "local":
+    """``local``: ``workers`` threads; ``process``: ``workers`` processes; ``ray``: a
+    :class:`RayExecutor` (needs the ``[ray]`` extra)."""
+    if name in ("local", "process"):
         if address:
             raise ValueError("--address applies to --executor ray only")
-        return ThreadExecutor(workers)
+        return ThreadExecutor(workers) if name == "local" else ProcessExecutor(workers)
     if name == "ray":
         from causal_middleware.integrations.ray import RayExecutor
 

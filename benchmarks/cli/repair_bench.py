@@ -52,6 +52,19 @@ def register_bench(bench_subparsers: Any) -> None:
         default="model",
         help="who plans the searches: the model (default) or the gold decomposition (plan-and-execute)",
     )
+    p.add_argument(
+        "--proposer",
+        metavar="SPEC",
+        default="offline",
+        help="who proposes the repairs: offline (default: the deterministic proposer) or a chat model "
+        "(as --model) driving the LLM proposer, sampled at temperature 0.7",
+    )
+    p.add_argument(
+        "--validator",
+        metavar="SPEC",
+        help="a chat model (as --model) for CausalFlow's proposer / critic / meta-critic validation of "
+        "each re-validated repair (default: none, re-execution only)",
+    )
     add_executor_args(p)
     add_json_arg(p)
     p.set_defaults(func=_bench)
@@ -86,6 +99,8 @@ def _bench(args: argparse.Namespace) -> int:
             "temperature": args.temperature,
             "model": args.model,
             "plan": args.plan,
+            "proposer": args.proposer,
+            "validator": args.validator,
             "executor": args.executor,
             "address": args.address,
             "progress": None if args.json else say,

@@ -55,6 +55,7 @@ from benchmarks.context.simulation.schema import (
 )
 from benchmarks.context.simulation.session import SessionBuilder
 from causal_middleware.context.conversation import Conversation, ConversationNode, NodeType
+from causal_middleware.context.dates import change_date
 from causal_middleware.context.recommendation import Operation
 from causal_middleware.context.root_cause import CATEGORY_COMPONENT, FaultCategory
 from causal_middleware.context.workspace import (
@@ -522,7 +523,7 @@ def _year(text: str) -> int:
         meta, _ = split_front_matter(text)
     except ValueError:
         meta = {}
-    m = re.match(r"(\d{4})", str(meta.get("modified") or ""))
+    m = re.match(r"(\d{4})", change_date(meta) or "")
     return int(m.group(1)) if m else 2024
 
 

@@ -29,7 +29,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from causal_middleware.store.sqlite import SqliteSpanStore
 
 from .graphs import build_chain_graph, chain_input
-from .redaction import head_module
+from .redaction import STORE_COMPANIONS, head_module
 
 HOPS = 3
 
@@ -70,7 +70,10 @@ def run(*, quick: bool = False, before_ref: str = "HEAD") -> dict[str, Any]:
     rounds = 8 if quick else 40
     folder = Path(tempfile.mkdtemp(prefix="perf-forks-"))
     head = head_module(
-        "causal_middleware/store/sqlite.py", "causal_middleware.store._sqlite_head_forks", before_ref
+        "causal_middleware/store/sqlite.py",
+        "causal_middleware.store._sqlite_head_forks",
+        before_ref,
+        companions=STORE_COMPANIONS,
     )
     setups = {"after": _Setup(SqliteSpanStore(folder / "after.db"))}
     if head is not None:

@@ -51,7 +51,7 @@ from causal_middleware.spans.export import (
 )
 
 from .graphs import ANSWER, build_chain_graph, chain_input
-from .redaction import head_module
+from .redaction import STORE_COMPANIONS, head_module
 
 VARIANTS = ("none", "floor", "ours_memory", "ours_sqlite", "ours_otlp", "openinference")
 
@@ -343,7 +343,10 @@ def run(*, quick: bool = False, rounds: int | None = None, before_ref: str | Non
     before = None
     if before_ref is not None:
         old_store = head_module(
-            "causal_middleware/store/sqlite.py", "causal_middleware.store._sqlite_before", before_ref
+            "causal_middleware/store/sqlite.py",
+            "causal_middleware.store._sqlite_before",
+            before_ref,
+            companions=STORE_COMPANIONS,
         )
         old_content = head_module(
             "causal_middleware/spans/content.py", "causal_middleware.spans._content_before", before_ref

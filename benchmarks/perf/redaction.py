@@ -26,23 +26,53 @@ from causal_middleware.spans.content import ContentPolicy
 from .graphs import build_chain_graph, chain_input
 
 
-def head_module(path: str, name: str, ref: str = "HEAD") -> ModuleType | None:
-    """``path`` as git ``ref`` has it, loaded as module ``name``; None outside a git checkout."""
+def head_module(
+    path: str, name: str, ref: str = "HEAD", *, companions: tuple[str, ...] = ()
+) -> ModuleType | None:
+    """``path`` as git ``ref`` has it, loaded as module ``name``; None outside a git checkout.
+
+    ``companions``: modules (dotted names, e.g. ``causal_middleware.store._common``) that ``path``
+    imports and that must come from ``ref`` too (the store's cache and stitching helpers change
+    with it): each is loaded from ``ref`` under a private name and ``path``'s source (and later
+    companions') import it from there."""
     root = Path(__file__).resolve().parents[2]
-    try:
-        source = subprocess.run(
-            ["git", "show", f"{ref}:{path}"], cwd=root, capture_output=True, text=True, check=True
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    file = Path(tempfile.mkdtemp(prefix="perf-head-")) / (name.rsplit(".", 1)[-1] + ".py")
-    file.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, file)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+
+    def source_at(file: str) -> str | None:
+        try:
+            return subprocess.run(
+                ["git", "show", f"{ref}:{file}"], cwd=root, capture_output=True, text=True, check=True
+            ).stdout
+        except (OSError, subprocess.CalledProcessError):
+            return None
+
+    folder = Path(tempfile.mkdtemp(prefix="perf-head-"))
+    renamed: dict[str, str] = {}
+
+    def load(source: str, module_name: str) -> ModuleType:
+        for original, private in renamed.items():
+            source = source.replace(f"from {original} import", f"from {private} import")
+        file = folder / (module_name.rsplit(".", 1)[-1] + ".py")
+        file.write_text(source)
+        spec = importlib.util.spec_from_file_location(module_name, file)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+        return module
+
+    for companion in companions:
+        companion_source = source_at(companion.replace(".", "/") + ".py")
+        if companion_source is None:
+            return None
+        private = f"{name}__{companion.rsplit('.', 1)[-1]}"
+        load(companion_source, private)
+        renamed[companion] = private
+    source = source_at(path)
+    return None if source is None else load(source, name)
+
+
+# what the SQLite store of another revision must bring along (its cache and read helpers)
+STORE_COMPANIONS = ("causal_middleware.store._common",)
 
 
 def recorded_spans(hops: int) -> list[Any]:

@@ -23,13 +23,10 @@ and new code return identical listings for every query.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -42,6 +39,8 @@ from causal_middleware.spans import attributes as A
 from causal_middleware.spans.record import SpanRecord
 from causal_middleware.store.memory import InMemorySpanStore
 from causal_middleware.store.sqlite import SqliteSpanStore
+
+from .redaction import STORE_COMPANIONS, head_module
 
 BATCH_RUNS = 8
 BASE_NS = 1_750_000_000_000_000_000
@@ -175,6 +174,8 @@ def reads(
     ids = next(iter(answers.values()))["all"]
     picks = [ids[(k * 7919) % len(ids)] for k in range(min(repeat, len(ids)))]
     trajectory_times: dict[str, list[float]] = {name: [] for name in stores}
+    for store in stores.values():  # every pick read from the file, the newest run included
+        getattr(store, "_written", {}).clear()
     for run_id in picks:
         for name, store in stores.items():
             trajectory_times[name].append(_timed(partial(store.get_trajectory, run_id)))
@@ -207,27 +208,14 @@ def default_plan(store: Any) -> list[str]:
 
 
 def head_store_module(ref: str = "HEAD") -> ModuleType | None:
-    """The SQLite store of git HEAD as a module of its own, or None outside a git checkout."""
-    root = Path(__file__).resolve().parents[2]
-    try:
-        source = subprocess.run(
-            ["git", "show", f"{ref}:causal_middleware/store/sqlite.py"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    folder = Path(tempfile.mkdtemp(prefix="perf-head-"))
-    file = folder / "sqlite_head.py"
-    file.write_text(source)
-    spec = importlib.util.spec_from_file_location("causal_middleware.store._sqlite_head", file)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    """The SQLite store of git ``ref`` (with its cache helpers) as a module of its own, or None
+    outside a git checkout."""
+    return head_module(
+        "causal_middleware/store/sqlite.py",
+        "causal_middleware.store._sqlite_head",
+        ref,
+        companions=STORE_COMPANIONS,
+    )
 
 
 def run(

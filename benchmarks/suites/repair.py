@@ -60,6 +60,7 @@ from causal_middleware.faults.sweep import SweepEnvironment, _Sweep, iter_units,
 from causal_middleware.protocols import Proposer
 from causal_middleware.repair.models import RepairResult
 from causal_middleware.repair.service import RepairConfig, repair_run
+from causal_middleware.repair.validate import LLMValidator
 from causal_middleware.retrieval.base import Index
 from causal_middleware.spans.model import Outcome
 from causal_middleware.tasks.model import Question
@@ -108,6 +109,9 @@ class FailedRun(BaseModel):
     naive_reexecutions: int = 0
     llm_calls: int = 0
     tokens: int = 0
+    llm_judged: int = 0
+    llm_not_retained: int = 0
+    llm_confidence: float | None = None
     elapsed_s: float = 0.0
 
 
@@ -126,6 +130,7 @@ def run_repair_bench(
     progress: Callable[[str], None] | None = None,
     executor: Executor | None = None,
     env_spec: EnvSpec | None = None,
+    llm_validator: LLMValidator | None = None,
 ) -> dict[str, Any]:
     """Repair the natural and injected failures of ``env``; returns the JSON-ready results.
 
@@ -133,10 +138,16 @@ def run_repair_bench(
     ``proposer`` replaces the offline proposer altogether. See the module docstring for the keys.
     ``executor`` (default: this thread) runs the sweep and the repairs; a remote one needs
     ``env_spec`` (``env``'s agent, rebuilt in each worker) and the default offline proposer.
+    ``llm_validator`` adds CausalFlow's proposer / critic / meta-critic check to every repair that
+    passed re-validation (one not retained is dropped and the next candidate tried).
     """
     remote = executor is not None and executor.remote
-    if remote and (env_spec is None or proposer is not None or index is not None):
-        raise ValueError("a remote executor needs env_spec and repairs with the default offline proposer")
+    if remote and (
+        env_spec is None or proposer is not None or index is not None or llm_validator is not None
+    ):
+        raise ValueError(
+            "a remote executor needs env_spec and repairs with the default offline proposer, no LLM validator"
+        )
     start = time.perf_counter()
     chosen = list(questions) if questions is not None else list(env.dataset.questions)
     if not chosen:
@@ -194,6 +205,7 @@ def run_repair_bench(
             verifier=ReferenceVerifier(question.answer, question.aliases),
             store=env.store,
             config=cfg,
+            llm_validator=llm_validator,
             cache=cache,
         )
         rows.append(_row(result, kind, question, family, depth, time.perf_counter() - began))
@@ -238,6 +250,7 @@ def run_repair_bench(
         "max_reexecutions": cfg.max_reexecutions,
         "validation": f"{cfg.validation_min_flips} of {cfg.validation_runs} re-runs",
         "proposer": type(repairer).__name__,
+        "llm_validator": type(llm_validator).__name__ if llm_validator is not None else None,
         "retriever": env.retriever,
         "sweep_base_runs": sweep.base_runs if sweep is not None else 0,
     }
@@ -389,6 +402,11 @@ def _row(
         naive_reexecutions=result.cost.naive_reexecutions,
         llm_calls=result.cost.llm_calls,
         tokens=result.cost.total_tokens,
+        llm_judged=result.llm_judged,
+        llm_not_retained=result.llm_not_retained,
+        llm_confidence=(
+            repair.llm_validation.confidence if repair is not None and repair.llm_validation.ran else None
+        ),
         elapsed_s=round(elapsed, 3),
     )
 
@@ -427,6 +445,13 @@ def summarize(
             for node in sorted({r.repaired_node for r in repaired if r.repaired_node})
         },
         "zero_minimality_repairs": sum(1 for r in repaired if not r.minimality),
+        "llm_validation": {
+            "judged": sum(r.llm_judged for r in rows),
+            "not_retained": sum(r.llm_not_retained for r in rows),
+            "retained_rate": _round(1 - sum(r.llm_not_retained for r in rows) / judged)
+            if (judged := sum(r.llm_judged for r in rows))
+            else None,
+        },
         "statuses": dict(Counter(r.status for r in rows)),
         "repaired_by_source": dict(Counter(r.source for r in repaired if r.source)),
     }

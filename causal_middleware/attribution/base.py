@@ -75,6 +75,12 @@ class ProbeRecord(BaseModel):
 
     hop: int
     mode: ProbeMode
+    target: Literal["evidence", "reading"] = Field(
+        default="evidence",
+        description="what the probe replaced: the hop's evidence (a clean re-retrieval) or its reading "
+        "(the fact it extracted, set to the gold hop answer)",
+    )
+    fact: str | None = Field(default=None, description="a reading probe's replacement fact")
     sub_query: str = ""
     sub_query_source: Literal["gold", "recorded"] = "recorded"
     n_documents: int = 0

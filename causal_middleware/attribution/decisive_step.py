@@ -8,17 +8,21 @@ those of information_flow; a message is *substantive* when it states at least fo
 naming one step:
 
 1. **Origin of the final claim.** The final message is the run's answer (when it states something
-   the task did not), else the last substantive non-tool message. When it has an answer line
-   (``... answer ...: X``), its claims are that line's numbers, or, for a text answer, the line's
-   content terms the question does not hold; else (as in information_flow) the numbers it states
-   that the task did not give, its key claims those of the last line stating one. A final message
+   the task did not), else the last substantive non-tool message. The run's answer, and a final
+   message's answer line (``... answer ...: X``), is the claim itself: its numbers, or, for a text
+   answer, its content terms the question does not hold; else (as in information_flow) the
+   numbers the final message states that the task did not give, its key claims those of its last
+   line stating one. A line that submits the run's answer (``FINAL ANSWER: X``, printed into
+   whichever message came last) is the conclusion, not evidence: no message is said to introduce
+   the claim by it. A final message
    that opens by saying a budget ran out ("max rounds reached") and gives no answer line concludes
    nothing. The first message that introduces a key claim is the origin (for a text answer: the
    first one holding half of its terms). A tool message's origin is blamed on the tool's caller
    only when the caller wrote code (a fenced block): the code computed the value. An acting agent
    given a natural-language request read the world and reported, so its own message is blamed.
-   An answer no earlier message holds is blamed on the final message (``unsupported``: a
-   conclusion nothing supported).
+   An answer no earlier message holds is blamed on the final message, for the run's answer on
+   the last substantive non-tool message, the agent that concluded (``unsupported``: a conclusion
+   nothing supported).
 2. **Onset of a loop.** Without a traceable claim: when an agent repeats a request of its own (the
    message that called a tool or acting agent, term overlap >= 0.8 with an earlier one), the run
    stopped making progress there; the first occurrence of the first repeated request is blamed
@@ -29,7 +33,7 @@ naming one step:
 4. **First reply.** Else the first substantive reply to the opening message.
 
 No rule names an agent, a task or a dataset; they were designed on Who&When Algorithm-Generated
-only and reported on Hand-Crafted (see docs/foreign-traces.md).
+and TRAIL (GAIA) and reported on Hand-Crafted (see docs/foreign-traces.md).
 """
 
 from __future__ import annotations
@@ -123,6 +127,11 @@ class _Log:
             terms(answer) - self.given_terms or claim_numbers(answer) - self.given
         )
         self.answer = answer if stated else None
+        # what each message says as evidence: a line submitting the run's answer ("FINAL ANSWER:
+        # X", printed into whichever message came last) is the run's conclusion, not a message
+        # that introduced the claim
+        self.evidence = [_without_submission(t, self.answer) for t in self.texts]
+        self.evidence_terms = [terms(t) for t in self.evidence]
 
     def substantive(self, i: int) -> bool:
         return len(self.terms[i]) >= _MIN_TERMS
@@ -141,7 +150,8 @@ class _Log:
         if final is None:
             return None
         end, text = final
-        stated = answer_line(text)
+        # the run's own answer is what it submitted: the claim itself, as an answer line states it
+        stated = answer_line(text) or (text.strip() if end == len(self.messages) else None)
         if stated is not None:
             numbers = claim_numbers(stated) - self.given
             if numbers:
@@ -158,12 +168,12 @@ class _Log:
         seen = set(self.given)
         introduced: dict[int, set[str]] = {}
         for i in range(min(end + 1, len(self.texts))):
-            stated = claim_numbers(self.texts[i]) & claims
+            stated = claim_numbers(self.evidence[i]) & claims
             if stated - seen:
                 introduced[i] = stated - seen
             seen |= stated
         if not introduced:
-            return None
+            return self._unsupported(end, claims)
         keyed = [i for i in introduced if introduced[i] & key]
         origin = min(keyed) if keyed else max(introduced, key=lambda i: (len(introduced[i]), -i))
         return self._blame(origin), {
@@ -178,9 +188,26 @@ class _Log:
         if not claim:
             return None
         for i in range(min(end + 1, len(self.texts))):
-            if coverage(claim, self.terms[i]) >= _TEXT_CLAIM:
+            if coverage(claim, self.evidence_terms[i]) >= _TEXT_CLAIM:
                 return self._blame(i), {"claims": sorted(claim), "introduced_at": i, "unsupported": i == end}
-        return None
+        return self._unsupported(end, claim)
+
+    def _unsupported(self, end: int, claims: set[str]) -> tuple[int, dict[str, Any]] | None:
+        """A submitted answer no message supports is the conclusion's own: blamed on the last
+        substantive non-tool message (the agent that concluded)."""
+        if end < len(self.messages):
+            return None
+        conclusion = next(
+            (
+                i
+                for i in range(len(self.messages) - 1, -1, -1)
+                if self.messages[i].kind != "tool" and len(self.evidence_terms[i]) >= _MIN_TERMS
+            ),
+            None,
+        )
+        if conclusion is None:
+            return None
+        return conclusion, {"claims": sorted(claims), "introduced_at": conclusion, "unsupported": True}
 
     def _blame(self, index: int) -> int:
         """Who is responsible for what message ``index`` stated: itself, or for a tool's output
@@ -230,6 +257,14 @@ class _Log:
             caller = self.caller(reply)
             return caller if caller is not None else reply
         return reply
+
+
+def _without_submission(text: str, answer: str | None) -> str:
+    """``text`` without the lines that submit ``answer`` (``... answer ...: <answer>``)."""
+    if answer is None:
+        return text
+    submitted = answer.strip()
+    return "\n".join(line for line in text.splitlines() if answer_line(line) != submitted)
 
 
 def _category(rule: str, messages: Sequence[Any], introduced_at: int | None) -> str | None:

@@ -1,6 +1,6 @@
 """``path_aware``: provenance first, then the cheapest probe that the suspected fault path calls for.
 
-AgenticRAG-FP's future work, built. Three stages:
+AgenticRAG-FP's future work, built. Four stages:
 
 1. **Provenance (free).** From the blinded run alone (:mod:`~causal_middleware.attribution.provenance`):
    where the wrong answer's content terms entered the run (backward token tracing through bridge
@@ -39,6 +39,12 @@ AgenticRAG-FP's future work, built. Three stages:
    different hop is as strong as the confirmed one and was not ruled out, the diagnosis is marked
    ``uncertain`` and ``candidates`` lists the entangled hops, best first.
 
+4. **Reading repairs.** When no evidence repair confirmed a suspect and the gold decomposition is
+   known, the corpus itself may state the wrong fact (every re-retrieval reads it again), so the
+   hops whose reading is not their gold answer are repaired instead, earliest first (an attempt
+   the agent retried, and a hop nothing later used, are left out): the hop's fact is set to its
+   gold answer (:meth:`ProbeRunner.probe_reading`); the first that restores is the diagnosis.
+
 Without a live agent the diagnoser still runs (stages 1-2) and says so (``details.probed=False``).
 It never reads run labels or lineage (the base class blinds the run). ``uses_gold`` is set only
 when a probe's repair used the gold decomposition (as every probe diagnoser's repair does when the
@@ -76,6 +82,8 @@ from causal_middleware.attribution.repair_op import (
     ProbeRunner,
     RepairUnavailable,
     clean_subquery,
+    gold_reading,
+    reads_gold,
     repair_k,
 )
 from causal_middleware.attribution.text import terms
@@ -83,6 +91,7 @@ from causal_middleware.counterfactual.candidates import candidate_steps
 from causal_middleware.counterfactual.crs import compute_crs
 from causal_middleware.counterfactual.verifiers import CallableVerifier
 from causal_middleware.spans.model import Trajectory
+from causal_middleware.tasks.model import Question
 from causal_middleware.tasks.scoring import is_correct
 
 FaultPath = Literal["error", "evidence", "bridge", "answer_fact", "reading"]
@@ -150,16 +159,36 @@ def trusted_k(views: list[HopView], audit: EvidenceAudit | None) -> int | None:
 DEFAULT_STEP_K = 4
 
 
+def _gold_read(views: list[HopView], question: Question) -> set[int]:
+    """The gold hops some hop of the run read right."""
+    return {g.index for v in views if (g := gold_reading(v, question)) is not None and reads_gold(v, g)}
+
+
+def _cured_downstream(
+    views: list[HopView], fork: Trajectory, question: Question, repaired: HopView
+) -> list[int]:
+    """Gold hops after ``repaired``'s that the run read wrong and the reading repair's fork read
+    right: the repair propagated, even if the fork then went wrong elsewhere."""
+    gold = gold_reading(repaired, question)
+    if gold is None:
+        return []
+    before, after = _gold_read(views, question), _gold_read(hop_views(fork), question)
+    return sorted(g for g in after - before if g > gold.index)
+
+
 class PathAwareDiagnoser(Diagnoser):
     name = "path_aware"
     uses_gold = False
     description = "provenance + evidence audit, then the cheapest discriminating probe for the fault path"
 
-    def __init__(self, *, audit: bool = True, max_probes: int = 3) -> None:
+    def __init__(self, *, audit: bool = True, max_probes: int = 3, max_reading_probes: int = 2) -> None:
         if max_probes < 0:
             raise ValueError(f"max_probes must be >= 0, got {max_probes}")
+        if max_reading_probes < 0:
+            raise ValueError(f"max_reading_probes must be >= 0, got {max_reading_probes}")
         self.audit = audit
         self.max_probes = max_probes
+        self.max_reading_probes = max_reading_probes
 
     # -- stage 1 + 2: suspects -------------------------------------------------------------------
     def suspects(
@@ -356,6 +385,82 @@ class PathAwareDiagnoser(Diagnoser):
                     )
         return None, ruled_out
 
+    def _probe_readings(
+        self,
+        runner: ProbeRunner,
+        views: list[HopView],
+        last_hop: int,
+        ruled_out: set[int],
+        details: dict[str, Any],
+    ) -> Suspect | None:
+        """When no evidence repair confirmed a suspect: repair the readings instead, earliest hop
+        first, among the hops whose extracted fact is not their gold hop answer.
+
+        A corpus that itself states the wrong fact defeats every re-retrieval (the clean query
+        finds the same passage again), but the hop where the wrong fact entered is still the
+        earliest one whose reading, set right, restores the answer; every hop before it already
+        read its gold answer. Needs the gold decomposition (the probe sets ``uses_gold``)."""
+        question = runner.context.question
+        if question is None or not question.hops or runner.context.adapter is None:
+            return None
+        golds = {v.index: gold_reading(v, question) for v in views}
+        # an attempt the agent retried (a later hop works on the same gold hop) is superseded by
+        # its retry: what the chain went on with is the retry's reading
+        last_attempt = {g.index: v.index for v in views if (g := golds[v.index]) is not None}
+        wrong = [
+            v
+            for v in views
+            if (gold := golds[v.index]) is not None
+            and last_attempt[gold.index] == v.index
+            and not reads_gold(v, gold)
+        ]
+        # a hop whose output no later hop used (a dead end the agent re-queried around) cannot have
+        # carried the wrong answer; only the last hop feeds the answer directly
+        links = bridge_links(views, question_text(runner.trajectory))
+        used = {link.source for link in links.values()} | {last_hop}
+        wrong = [v for v in wrong if v.index in used] or wrong
+        cured: tuple[int, list[int]] | None = None
+        for view in wrong[: self.max_reading_probes]:
+            mode: ProbeMode = "frozen" if view.index == last_hop else "regenerate"
+            try:
+                record = runner.probe_reading(view.index, mode)
+            except ProbeBudgetExhausted as exc:
+                details["budget_exhausted"] = str(exc)
+                return None
+            if record.restored:
+                reasons = [
+                    f"no re-retrieval restored the answer; hop {view.index} read {view.fact.strip()!r}"
+                    f" where its gold answer is {record.fact!r}, and setting it right ({mode} suffix) "
+                    "restored a correct answer"
+                ]
+                hop = view.index
+                if cured is not None:
+                    # an earlier repair set the chain right past its hop; the later error that
+                    # kept that fork wrong arose in the fork itself, so the earlier hop is the root
+                    hop, fixed = cured
+                    reasons.insert(
+                        0,
+                        f"setting hop {hop}'s reading right made the gold hops {fixed} read right too; "
+                        "the fork then failed on a later error of its own",
+                    )
+                earlier = [v.index for v in views if v.index < hop]
+                if earlier:
+                    reasons.append(f"hops {earlier} read their gold answers")
+                ruled_out.update(v.index for v in views if v.index != hop)
+                ruled_out.discard(hop)
+                details["reading_confirmed"] = hop
+                return Suspect(
+                    hop=hop,
+                    strength=STRENGTH_ERROR,
+                    path="bridge" if hop != last_hop else "reading",
+                    reasons=reasons,
+                )
+            if cured is None and record.restored is False and record.fork_run_id in runner.forks:
+                fixed = _cured_downstream(views, runner.forks[record.fork_run_id], question, view)
+                if fixed:
+                    cured = (view.index, fixed)
+        return None
+
     @staticmethod
     def _entity_source(
         confirmed: Suspect,
@@ -460,6 +565,8 @@ class PathAwareDiagnoser(Diagnoser):
             )
             recorded.records = runner.records  # one probe log, in the order the probes ran
             confirmed, ruled_out = self._probe(runner, recorded, ranked, views, question, last_hop, details)
+            if confirmed is None and "budget_exhausted" not in details:
+                confirmed = self._probe_readings(runner, views, last_hop, ruled_out, details)
         scores = {f"hop:{v.index}": 0.0 for v in views}
         for s in ranked:
             scores[f"hop:{s.hop}"] = round(min(1.0, s.strength / STRENGTH_ERROR), 4)
@@ -498,7 +605,7 @@ class PathAwareDiagnoser(Diagnoser):
         view = next(v for v in views if v.index == chosen.hop)
         sev, propagation = impact(views, question, chosen.hop)
         why = "; ".join(chosen.reasons)
-        if confirmed is not None:
+        if confirmed is not None and "reading_confirmed" not in details:
             restored_hop = details.get("upstream_of", chosen.hop)
             record = next(r for r in probes if r.hop == restored_hop and r.restored)
             why += f"; repairing hop {restored_hop} ({record.mode} suffix) restored a correct answer"

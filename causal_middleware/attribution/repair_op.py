@@ -37,7 +37,8 @@ from causal_middleware.attribution.hops import HopView, answer_node, hop_views
 from causal_middleware.attribution.text import coverage, terms
 from causal_middleware.retrieval.base import Index
 from causal_middleware.spans.model import Document, Intervention, Trajectory
-from causal_middleware.tasks.model import Question
+from causal_middleware.tasks.model import HopGold, Question
+from causal_middleware.tasks.scoring import contains_answer
 
 DEFAULT_REPAIR_K = 5
 _REF = re.compile(r"#(\d+)")
@@ -108,6 +109,22 @@ def clean_subquery(
     if not view.sub_query.strip():
         raise RepairUnavailable(f"hop {view.index} has no recorded sub-query and no gold question is given")
     return view.sub_query, "recorded", None
+
+
+def gold_reading(view: HopView, question: Question | None) -> HopGold | None:
+    """The gold hop ``view``'s hop works on (aligned as :func:`clean_subquery` aligns it), when the
+    question has a gold decomposition; what a reading repair sets the hop's fact to."""
+    if question is None or not question.hops:
+        return None
+    gold = align_gold_hop(view.sub_query, view.index, question)
+    return next(h for h in question.hops if h.index == gold)
+
+
+def reads_gold(view: HopView, gold: HopGold) -> bool:
+    """Whether the hop's reading already states its gold answer anywhere (a reading repair would
+    change nothing): readers wrap the fact in notes and labels, so a whole-token match inside the
+    text counts."""
+    return contains_answer(view.fact, gold.answer, gold.aliases)
 
 
 def retrieve_documents(index: Index, query: str, k: int) -> list[Document]:
@@ -199,6 +216,7 @@ class ProbeRunner:
         self.records: list[ProbeRecord] = []
         self.used_gold = False
         self._cache: dict[tuple[int, str], ProbeRecord] = {}
+        self.forks: dict[str, Trajectory] = {}  # the probes' forks by run id, for a closer look
         self._answer_node = answer_node(trajectory)
 
     def rerun_for(self, hop: int) -> list[str] | None:
@@ -247,7 +265,47 @@ class ProbeRunner:
             self._cache[key] = record
             self.records.append(record)
             return record
-        iv = repair.intervention
+        self._fork(record, repair.intervention, hop, mode)
+        self._cache[key] = record
+        self.records.append(record)
+        return record
+
+    def probe_reading(self, hop: int, mode: ProbeMode) -> ProbeRecord:
+        """Repair ``hop``'s *reading*: set the fact it extracted to its gold hop answer, fork in
+        ``mode``, judge. The repair for a hop whose evidence cannot be repaired by re-retrieval
+        (the corpus itself states the wrong fact, so a clean retrieval reads it again). A hop that
+        already read its gold answer runs no fork (``uninformative``). Raises
+        :class:`ProbeBudgetExhausted`."""
+        key = (hop, f"reading:{mode}")
+        if key in self._cache:
+            return self._cache[key]
+        record = ProbeRecord(hop=hop, mode=mode, target="reading")
+        view = next((v for v in self.views if v.index == hop), None)
+        gold = gold_reading(view, self.context.question) if view is not None else None
+        adapter = self.context.adapter
+        if view is None or gold is None or adapter is None:
+            record.error = f"hop {hop} has no gold reading to repair it with (needs a gold decomposition)"
+        else:
+            record.fact = gold.answer
+            record.sub_query_source = "gold"
+            if reads_gold(view, gold):
+                record.uninformative = True
+            else:
+                try:
+                    iv = adapter.fact_update(self.trajectory, hop, gold.answer)
+                except (NotImplementedError, KeyError, ValueError, IndexError) as exc:
+                    record.error = f"the adapter cannot replace hop {hop}'s fact: {exc}"
+                else:
+                    self.used_gold = True
+                    self._fork(record, iv, hop, mode)
+        self._cache[key] = record
+        self.records.append(record)
+        return record
+
+    def _fork(self, record: ProbeRecord, iv: Intervention, hop: int, mode: ProbeMode) -> None:
+        """Fork the failed run with ``iv`` in ``mode`` and judge it into ``record``."""
+        if self.budget_left == 0:
+            raise ProbeBudgetExhausted(f"re-execution budget {self.context.max_reexecutions} reached")
         rerun = self.rerun_for(hop) if mode == "frozen" else None
         backend = self.context.backend
         assert backend is not None
@@ -263,15 +321,18 @@ class ProbeRunner:
                 rerun=rerun,
                 intervention_kind="repair",
                 labels={
-                    "attribution_probe": {"parent_run_id": self.trajectory.run_id, "hop": hop, "mode": mode}
+                    "attribution_probe": {
+                        "parent_run_id": self.trajectory.run_id,
+                        "hop": hop,
+                        "mode": mode,
+                        "target": record.target,
+                    }
                 },
             )
         except Exception as exc:  # a fork the agent cannot take is a failed probe, not a crash
             record.error = f"{type(exc).__name__}: {exc}"
         else:
             record.fork_run_id = fork.run_id
+            self.forks[fork.run_id] = fork
             record.answer = fork.answer
             record.restored = self.context.judge(fork)
-        self._cache[key] = record
-        self.records.append(record)
-        return record

@@ -216,7 +216,12 @@ def _print(diagnosis: Any) -> None:
     for p in diagnosis.probes:
         outcome = {True: "restored", False: "still wrong", None: "unknown"}[p.restored]
         detail = f"error: {p.error}" if p.error else f"answer {p.answer!r} ({outcome})"
-        console.print(
-            f"  probe      : hop {p.hop} {p.mode}, {p.sub_query_source} sub-query {p.sub_query!r} -> {detail}"
+        if p.uninformative:
+            detail = "same evidence as recorded, no fork run"
+        change = (
+            f"fact set to {p.fact!r}"
+            if p.target == "reading"
+            else f"{p.sub_query_source} sub-query {p.sub_query!r}"
         )
+        console.print(f"  probe      : hop {p.hop} {p.mode}, {change} -> {detail}")
     sys.stdout.flush()

@@ -3,7 +3,8 @@
 Rules, strongest first: explicit supersession (one source names the other in ``supersedes`` /
 ``superseded_by``) > official status (official > approved/published > draft/unset >
 deprecated/archived) > hierarchy (organization > department > team > individual) > recency
-(later ``modified`` date) > ownership (a source with a named owner beats one without).
+(the later change date, whatever its front-matter key is called: see :mod:`.dates`) > ownership
+(a source with a named owner beats one without).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from causal_middleware.context.dates import change_date, iso_date
 
 Rule = Literal["supersession", "status", "hierarchy", "recency", "ownership", "tie", "only"]
 RULES: tuple[Rule, ...] = ("supersession", "status", "hierarchy", "recency", "ownership")
@@ -68,7 +71,7 @@ class SourceInfo(BaseModel):
             id=str(meta["id"]) if meta.get("id") else None,
             status=str(meta["status"]) if meta.get("status") else None,
             level=str(meta["level"]) if meta.get("level") else None,
-            modified=str(meta["modified"]) if meta.get("modified") else None,
+            modified=change_date(meta),
             owner=str(meta["owner"]) if meta.get("owner") else None,
             supersedes=[str(s) for s in ([sup] if isinstance(sup, str) else sup)],
             superseded_by=str(meta["superseded_by"]) if meta.get("superseded_by") else None,
@@ -131,7 +134,7 @@ def _level(s: SourceInfo) -> int | None:
 
 
 def _date(s: SourceInfo) -> str | None:
-    return s.modified[:10] if s.modified else None
+    return (iso_date(s.modified) or s.modified[:10]) if s.modified else None
 
 
 def _owned(s: SourceInfo) -> int:

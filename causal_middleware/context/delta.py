@@ -8,6 +8,7 @@ should ...", "you're supposed to ...") with no value are behavioural.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from typing import Any, Literal
@@ -25,7 +26,9 @@ from causal_middleware.context.text import (
     relevance,
     same_value,
     sentences,
+    share_stem,
     stem,
+    term_seq,
     value_kind,
     with_number,
 )
@@ -83,6 +86,14 @@ _TOOL_EXPECTED = re.compile(
     _I,
 )
 _QUOTED = re.compile(r"['\"`]([^'\"`]+)['\"`]")
+_TOOL_GOT_BARE = re.compile(r"\b(?:got|received|given)\s*:?\s+(?P<got>[^\s,;()'\"`]+)", _I)
+_TOOL_EXPECTED_BARE = re.compile(
+    r"\b(?:expects?|expected|takes|accepts|requires|use|did you mean|should be|must be)\s+"
+    r"(?:format\s+|parameter\s+|field\s+|value\s+|key\s+|argument\s+|the\s+)?(?P<exp>[A-Za-z0-9][\w./:-]*)",
+    _I,
+)
+# A name that reads as code, not prose: with a separator or a digit, or in capitals.
+_CODE_LIKE = re.compile(r"[\w.:/-]*[_\d-][\w.:/-]*|[A-Z][A-Z0-9]+")
 
 
 class Delta(BaseModel):
@@ -114,9 +125,13 @@ def _clean(span: str) -> str:
     return span.strip()
 
 
+# "what I asked", "who we wanted": a wh-word and a pronoun subject name the user's request, not a value.
+_FREE_RELATIVE = re.compile(r"^\s*(?:what|which|who|where|when|how)\s+(?:i|you|we|they|he|she)\b", _I)
+
+
 def _is_judgement(phrase: str) -> bool:
     words = content_tokens(phrase)
-    return not words or all(w in CONVERSATION_WORDS for w in words)
+    return not words or all(w in CONVERSATION_WORDS for w in words) or bool(_FREE_RELATIVE.match(phrase))
 
 
 _REQUEST_OPENING = re.compile(
@@ -143,18 +158,178 @@ _AGENT_ADVICE = re.compile(
     r"^you\s+(?:just\s+|already\s+|literally\s+)?(?:told|said|advised|suggested|asked)\b", _I
 )
 # Something the user expected has not happened ("nobody has looked at it yet").
-_UNMET = re.compile(r"(?:^|[,;:]\s*)(?:nobody|no one|no-one|none|nothing|not even)\b[^?]*\byet\b", _I)
+# Where a clause may open: the sentence start, after punctuation, or after a conjunction.
+_CLAUSE_START = r"(?:^|[,;:?!]\s*|\b(?:but|and|so)\s+)"
+_UNMET = re.compile(
+    _CLAUSE_START
+    + r"(?:nobody|no one|no-one|none|nothing|not even)\b[^?]*\byet\b|"
+    # ... or that nobody did what should have been done ("no one warned us", "nobody said so").
+    + _CLAUSE_START
+    + r"(?:nobody|no one|no-one)\s+(?:ever\s+|even\s+|actually\s+)?"
+    r"(?:[a-z]+ed|told|said|gave|sent|showed|let|made|rang|wrote|read|saw|took|came|got|did)\b"
+    r"(?!\s+(?:worry|mind)\b)",
+    _I,
+)
+# The user was left uninformed ("I was never told", "we weren't warned").
+_UNINFORMED = re.compile(
+    r"\b(?:i|we)\s+(?:wasn't|was not|weren't|were not|was never|were never|haven't been|have not been|"
+    r"hadn't been|had not been)\s+(?:told|warned|informed|notified|asked)\b",
+    _I,
+)
+# The user denies having asked for or agreed to what was done ("I never agreed to that").
+_DENIED_CONSENT = re.compile(
+    r"\b(?:i|we)\s+(?:never|didn't|did not|haven't|have not)\s+(?:even\s+)?(?:say|said|ask|asked|agree|agreed|"
+    r"approve|approved|authori[sz]e|authori[sz]ed|consent|consented|request|requested)\b",
+    _I,
+)
+# A step the agent skipped, named with "without" ("... without even checking?").
+_SKIPPED_STEP = re.compile(
+    r"\bwithout\s+(?:even\s+|first\s+|ever\s+|at least\s+)?(?:ask|check|tell|confirm|verif|warn|mention|"
+    r"consult|notify|inform)\w*",
+    _I,
+)
+# A polar question made rhetorical by "even" after its subject ("is that even legal?", "can you even
+# do that?"), and "why would ..." about someone other than the user.
+_RHETORICAL_EVEN = re.compile(
+    r"^(?:is|are|was|were|can|could|does|do|did|should|would)\s+(?:that|this|it|you|they)\s+even\b|"
+    r"^why\s+would\s+(?!i\b|we\b|my\b|our\b)[a-z]+|"
+    # "how would you know": the agent's grounds doubted (would/could: "how can you tell if ..." asks)
+    r"^how\s+(?:would|could)\s+(?:you|a\s+[a-z]+|an\s+[a-z]+|anyone|anybody|they|it)\s+(?:even\s+|possibly\s+|really\s+)?"
+    r"(?:know|tell|be sure)\b",
+    _I,
+)
+# An expected safeguard found missing: "no X at all?", "no X or anything?", "without a X?".
+_MISSING_SAFEGUARD = re.compile(
+    r"\b(?:no|not a|not any|not one)\s+(?!worries\b|problem\b|rush\b|need\b|thanks\b)[a-z]+(?:\s+[a-z]+)?\s+"
+    r"(?:at all|or anything|whatsoever)\b|"
+    r"\bwithout\s+(?:a|an|any|the|my)\s+(?:[a-z]+\s+)?(?:check|approval|confirmation|verification|consent|review|"
+    r"signature|warning|notice|permission)\b",
+    _I,
+)
+# The user judges what was just said or done ("that seems off", "this sounds risky").
+_MISGIVING = re.compile(
+    r"\b(?:that|this|it)\s+(?:seems|sounds|looks|feels)\s+(?:a bit\s+|kind of\s+|kinda\s+|really\s+|very\s+|pretty\s+)?"
+    r"(?:off|odd|weird|strange|fishy|sketchy|dodgy|risky|dangerous|unsafe|wrong|suspicious)\b|"
+    r"\bi(?:'m| am)\s+not\s+(?:comfortable|happy|okay|ok)\s+(?:with|taking|about|that)\b|"
+    # "I only asked ...": the agent went beyond the request
+    r"\bi\s+(?:only|just)\s+asked\b|\bi\s+only\s+(?:wanted|meant)\b|\bi\s+was\s+only\s+asking\b",
+    _I,
+)
+# A negative question with an obligation whose subject is not the user ("Shouldn't someone look at
+# it first?", "Doesn't that need a signature?"): the asker expects the obligation to hold.
+_NEGATIVE_DEONTIC_QUESTION = re.compile(
+    r"^(?:shouldn't|should not|mustn't|must not|oughtn't)\s+(?!i\b|we\b)\w+|"
+    r"^(?:don't|doesn't|didn't|do not|does not)\s+(?:you|someone|anyone|somebody|they|it|that|this)\s+"
+    r"(?:need|have to|require)\b",
+    _I,
+)
+# A reproach for what the agent left undone: a counterfactual modal perfect addressed to it
+# ("you could have said so", "you should've checked").
+_REPROACH = re.compile(
+    r"\byou\s+(?:could|should)(?:'ve|\s+(?:at least\s+|really\s+|just\s+|also\s+)?have)\s+(?:at least\s+|just\s+|also\s+)?"
+    r"(?!one\b|none\b)[a-z]+(?:ed|en|wn|ne|t|d)\b",
+    _I,
+)
+# A manner phrase pointing back at what was just done ("... like that?", "just like this").
+_BACK_REFERENCE = re.compile(r"\blike (?:that|this)\b|\bthat way\b|\bjust like that\b", _I)
+# An exposure the agent's act caused: others may now do something to it ("anybody nearby can
+# read that now", "now everyone can see it").
+_INDEFINITE_PERSON = r"(?:anyone|anybody|someone|somebody|everyone|everybody|people)"
+_EXPOSURE = re.compile(
+    rf"(?:^|\bnow\s+){_INDEFINITE_PERSON}\b[^?]*?\b(?:can|could|will|might)\s+(?:now\s+)?[a-z]+\s+(?:that|this|it|them)\b",
+    _I,
+)
+# ... or asked as a question: others may "just" do it ("so anybody can just walk in?").
+_OPEN_ACCESS = re.compile(
+    rf"(?:^|\bso\s+|\bnow\s+){_INDEFINITE_PERSON}\b[^.!]*?\b(?:can|could)\s+just\s+[a-z]+", _I
+)
+_NOW = re.compile(r"\bnow\b", _I)
+
+
+# A question asking which of two accounts holds ("which is it?", "who's right?").
+_CHOICE_QUESTION = re.compile(
+    r"\b(?:which|who)(?:'s|\s+is|\s+one\s+is|\s+one's)\s+(?:it|right|true|correct|wrong)\b", _I
+)
+# What someone other than the user or the agent said ("my neighbour said ...", "the sign says ...").
+_RELAYED = re.compile(
+    r"(?P<before>(?:\S+\s+){0,2})(?:said|says|told me|tells me|claims?|claimed|mentioned)\b", _I
+)
+_FIRST_OR_SECOND = re.compile(r"\b(?:i|we|you)\b", _I)
+
+
+def relayed_conflict(text: str) -> bool:
+    """The user sets another source's account against the agent's and asks which holds ("the
+    leaflet said it closes early, so which is it?"): a conflict with the answer, with no value."""
+    if not _CHOICE_QUESTION.search(text):
+        return False
+    return any(not _FIRST_OR_SECOND.search(m.group("before")) for m in _RELAYED.finditer(text))
+
+
+# Words that open a reply without carrying its subject ("um, ...", "hold on, ...", "wait what, ...").
+_LEAD_IN = re.compile(
+    r"^\s*(?:(?:(?:well|hmm+|um+|uh+|er+m?|oh|ok|okay|wait|hey|hold on|hang on|hold up|whoa|wow|lol|ha(?:ha)+|"
+    r"ugh+|omg|jeez|geez|yikes|oof)\b[,.!?]*|"
+    # words that may also open the clause itself lead in only when punctuated: "no, ..." / "no one"
+    r"(?:so|but|and|really|what|yeah|yes|no|sorry)[,.!?]+)\s*)+(?=\w)",
+    _I,
+)
+
+
+_NEGATIVE = re.compile(r"\b(?:no|not|never|none|nothing|nobody|cannot|without)\b|n't\b", _I)
+
+
+def relayed_contradiction(text: str, answer: str) -> bool:
+    """The user relays another source's account of what the answer was about, with the opposite
+    polarity ("the pharmacist said never mix the two" against "yes, they mix fine"): a conflict
+    with the answer that carries no value. A relayed account asked about ("... is that so?") is not."""
+    answer_terms = set(term_seq(answer))
+    answer_negated = bool(_NEGATIVE.search(answer))
+    for sent in sentences(text):
+        if sent.rstrip().endswith("?"):
+            continue
+        for m in _RELAYED.finditer(sent):
+            if _FIRST_OR_SECOND.search(m.group("before")):
+                continue
+            account = sent[m.end() :]
+            if (
+                share_stem(set(term_seq(account)), answer_terms)
+                and bool(_NEGATIVE.search(account)) != answer_negated
+            ):
+                return True
+    return False
 
 
 def behavioural_objection(sentence: str) -> bool:
     """A reply to the agent's answer that objects to what it did, read from the sentence's
     structure rather than correction words: an obligation or permission that binds someone other
     than the user ("Surely someone has to check it first?", "I thought this had to be signed",
-    "Are you even allowed to ...?"), the agent's advice quoted back ("You told me to ..."), or an
-    expected step that has not happened ("nobody has even looked at it yet"). A question asking
+    "Are you even allowed to ...?", or a permission asked about what was just done "... like
+    that?"), the agent's advice quoted back ("You told me to ..."), a reproach for what it left
+    undone ("you could have said"), an exposure its act caused ("anybody can read that now"), or
+    an expected step that has not happened ("nobody has even looked at it yet"). A question asking
     what the user must do ("Do I need to ...?") and a request are not objections."""
-    text = sentence.strip()
-    if _AGENT_ADVICE.match(text) or _UNMET.search(text):
+    text = _LEAD_IN.sub("", sentence.strip())
+    if _AGENT_ADVICE.match(text) or _UNMET.search(text) or _REPROACH.search(text):
+        return True
+    if _NEGATIVE_DEONTIC_QUESTION.match(text) or _OPEN_ACCESS.search(text) or _RHETORICAL_EVEN.match(text):
+        return True
+    # "I wasn't told the time when I booked, what is it?" asks in a later clause.
+    wh_question = text.endswith("?") and _QUESTION_WORD.search(text) is not None
+    if not wh_question and (
+        _UNINFORMED.search(text) or _MISSING_SAFEGUARD.search(text) or _MISGIVING.search(text)
+    ):
+        return True
+    if not text.endswith("?") and _EXPOSURE.search(text) and _NOW.search(text):
+        return True
+    asking = _ASKING.match(text)
+    # "How much can I spend without asking first?" asks for information; "Did you ... without
+    # asking?" questions the agent.
+    info_question = asking is not None and not (
+        asking.group("subject") and _AGENT_SUBJECT.match(asking.group("subject"))
+    )
+    if _SKIPPED_STEP.search(text) and not info_question:
+        return True
+    if _DENIED_CONSENT.search(text) and not wh_question:
         return True
     if _REQUEST_OPENING.match(text):
         return False
@@ -164,8 +339,10 @@ def behavioural_objection(sentence: str) -> bool:
     before = text[: m.start()].split()[-2:]
     if any(_FIRST_PERSON_WORD.fullmatch(w.strip(",")) for w in before):
         return False
-    asking = _ASKING.match(text)
     if asking is not None:
+        # "Is anyone allowed to do that like that?" asks whether what was just done was allowed.
+        if _BACK_REFERENCE.search(text):
+            return True
         return bool(asking.group("subject") and _AGENT_SUBJECT.match(asking.group("subject")))
     # "We were burgled, how quickly must it be reported?" asks in a later clause.
     return not (text.endswith("?") and _QUESTION_WORD.search(text))
@@ -220,8 +397,10 @@ def correction_delta(
         )
     ):
         return "behaviour", correction.strip(), None, instruction_from(correction)
-    if (expected is None or value_kind(expected) not in STRONG_VALUE_KINDS) and any(
-        behavioural_objection(sent) for sent in sentences(correction)
+    if (expected is None or value_kind(expected) not in STRONG_VALUE_KINDS) and (
+        any(behavioural_objection(sent) for sent in sentences(correction))
+        or relayed_conflict(correction)
+        or relayed_contradiction(correction, answer or "")
     ):
         return "behaviour", correction.strip(), None, instruction_from(correction)
     if expected is None:
@@ -265,13 +444,19 @@ _QUOTED_VALUE = re.compile(r"(?<![\w])['\"`]([^'\"`\n]{1,80})['\"`](?![\w])")
 
 
 def _structured(output: str) -> Any:
-    """The JSON body of a tool error, when it has one (whole output, or after a short prefix)."""
+    """The JSON body of a tool error, when it has one (whole output, or after a short prefix); a
+    Python literal (``{'field': 'x'}``, what a tool that prints a dict returns) is read alike."""
     text = (output or "").strip()
     for start in (0, *(i for i in (text.find("{"), text.find("[")) if i > 0)):
         try:
             return json.loads(text[start:])
         except (ValueError, TypeError):
-            continue
+            pass
+        if text[start : start + 1] in ("{", "["):
+            try:
+                return ast.literal_eval(text[start:])
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                continue
     return None
 
 
@@ -292,7 +477,13 @@ def error_text(output: str) -> str:
     data = _structured(output)
     if data is None:
         return output or ""
-    parts = [str(v) for _, v in _walk(data) if isinstance(v, str) and not isinstance(v, bool)]
+    parts: list[str] = []
+    for _, v in _walk(data):
+        if isinstance(v, str):
+            parts.append(v)
+        elif isinstance(v, list):
+            # messages filed in a list ({"size": ["is not a valid choice"]}), not lists of names
+            parts += [m for m in v if " " in m.strip()]
     return ". ".join(p.rstrip(". ") for p in parts if p.strip())
 
 
@@ -346,17 +537,34 @@ def tool_error_delta(output: str, args_text: str = "") -> tuple[str | None, str 
     expected = expected or (exp_m.group("exp") if exp_m else None)
     allowed = allowed_values(output)
     quoted = [q.strip() for q in _QUOTED_VALUE.findall(text)]
+    # "..., got 05/12/2026": an unquoted value after "got" that the call sent; it is what was
+    # rejected even where the error also quotes the argument's name ("Bad argument 'when': ...").
+    bare = [m.group("got").rstrip(".") for m in _TOOL_GOT_BARE.finditer(text)]
+    bare_got = next((b for b in bare if b and _in_args(b, args_text)), None)
+    sent = _structured(args_text)
+    sent_keys = {str(k) for k in sent} if isinstance(sent, dict) else set()
+    if bare_got is not None and (got is None or got in sent_keys):
+        got = bare_got
     if got is None:
         in_args = [q for q in quoted if q and _in_args(q, args_text)]
         got = in_args[0] if in_args else None
+    if got is None:
+        got = _unlisted_argument(data, text, args_text, allowed)
     if expected is None and data is not None:
         expected = _missing_required(data, args_text, got)
     if expected is None and allowed:
-        expected = _closest_allowed(got, allowed)
+        # a field the call already sent is not what the rejected one was meant to be
+        unsent = [a for a in allowed if a not in sent_keys] if got in sent_keys else allowed
+        expected = _closest_allowed(got, unsent or allowed)
     if expected is None and not allowed:
-        rest = [q for q in quoted if q != got and q not in allowed]
+        # a name the call already sent is the field in question, never the value it should have sent
+        rest = [q for q in quoted if q != got and q not in allowed and q not in sent_keys]
         if rest:
             expected = rest[-1]
+    if expected is None and not allowed:
+        # "... takes zip_code", "expected format YYYY-MM-DD": an unquoted name that reads as code
+        named = [m.group("exp").rstrip(".") for m in _TOOL_EXPECTED_BARE.finditer(text)]
+        expected = next((n for n in named if _CODE_LIKE.fullmatch(n) and n != got), None)
     if expected is not None and got is not None and normalize(expected) == normalize(got):
         expected = None
     return expected, got
@@ -378,6 +586,71 @@ def _missing_required(data: Any, args_text: str, got: str | None) -> str | None:
     return None
 
 
+def _unlisted_argument(data: Any, text: str, args_text: str, allowed: list[str]) -> str | None:
+    """What the call sent that the error rejects without quoting it: the value of the field a
+    structured error files its message under, else the one sent value the error's text names
+    as a bare word, else the one sent key missing from the fields the error lists (required or
+    allowed), else the one sent key the text names."""
+    sent = _structured(args_text)
+    if not isinstance(sent, dict) or not sent:
+        return None
+    keys = [str(k) for k in sent]
+    listed = set(allowed)
+    if data is not None:
+        for key, value in _walk(data):
+            if isinstance(value, list) and (_REQUIRED_KEYS.search(key) or _ALLOWED_KEYS.search(key)):
+                listed |= {str(v) for v in value}
+        filed = [sent[k] for k in _message_fields(data) if k in sent]
+        if len(filed) == 1 and isinstance(filed[0], str | int | float) and not isinstance(filed[0], bool):
+            return str(filed[0])
+    values = [
+        str(v)
+        for v in sent.values()
+        if isinstance(v, str | int | float) and not isinstance(v, bool) and str(v) not in listed
+    ]
+    echoed = [v for v in values if len(v) >= 2 and _names(text, v)]
+    if len(echoed) == 1:
+        return echoed[0]
+    if listed & set(keys):
+        unlisted = [k for k in keys if k not in listed]
+        if len(unlisted) == 1:
+            return unlisted[0]
+    # keys named in the text, or in a list the error points with ({"loc": ["body", "colour"]})
+    pointed = (
+        {str(v) for _, value in _walk(data) if isinstance(value, list) for v in value} if data else set()
+    )
+    named = [k for k in keys if (_names(text, k) or k in pointed) and k not in listed]
+    if len(named) != 1:
+        return None
+    # An error that names the field and lists values (none of them a field name) rejects the
+    # field's value: {"field": "size", "allowed": ["S", "M", ...]}.
+    value = sent[named[0]]
+    if allowed and isinstance(value, str | int | float) and not isinstance(value, bool):
+        return str(value)
+    return named[0]
+
+
+def _names(text: str, token: str) -> bool:
+    """Whether ``text`` contains ``token`` as a whole word (not inside a longer identifier)."""
+    return re.search(rf"(?<![\w-]){re.escape(token)}(?![\w-])", text) is not None
+
+
+def _message_fields(data: Any) -> list[str]:
+    """Keys of a structured error whose value is a message (``{"errors": {"size": ["not valid"]}}``)."""
+    out: list[str] = []
+    if isinstance(data, dict):
+        for k, v in data.items():
+            msgs = [v] if isinstance(v, str) else v if isinstance(v, list) else []
+            if msgs and all(isinstance(m, str) and " " in m.strip() for m in msgs):
+                out.append(str(k))
+            else:
+                out += _message_fields(v)
+    elif isinstance(data, list):
+        for v in data:
+            out += _message_fields(v)
+    return out
+
+
 def _in_args(value: str, args_text: str) -> bool:
     if not args_text:
         return False
@@ -396,14 +669,23 @@ def _closest_allowed(got: str | None, allowed: list[str]) -> str | None:
         return options[0]
     if not got:
         return None
+    # The same name but for case and separators ("XLPLUS" for "XL_PLUS", "EU-WEST" for "eu_west").
+    same = [a for a in options if _squashed(a) == _squashed(got)]
+    if len(same) == 1:
+        return same[0]
     g = {stem(t) for t in chat_tokens(got.replace("-", " ").replace("_", " "))}
     alike = [
         a
         for a in options
         if g & {stem(t) for t in chat_tokens(a.replace("-", " ").replace("_", " "))}
         or normalize(a).startswith(normalize(got)[:4])
+        or (len(_squashed(a)) >= 3 and _squashed(got).startswith(_squashed(a)))
     ]
     return alike[0] if len(alike) == 1 else None
+
+
+def _squashed(value: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", value.lower())
 
 
 def claimed_subject(correction: str, expected: str | None) -> str | None:
@@ -419,7 +701,9 @@ def claimed_subject(correction: str, expected: str | None) -> str | None:
     if m:
         return m.group(1).strip()
     m = re.search(
-        r"\b(?:asked about|asking about|meant|mean|talking about|was asking for) the ([a-z][\w -]{2,60}?)(?:[.,;!?]|$)",
+        r"\b(?:asked about|asking about|meant|mean|talking about|was asking for|asked for|wanted|want|needed|"
+        r"need|was after|was looking for|question was about|question is about) the ([a-z][\w -]{2,60}?)"
+        r"(?:\s*[(\[—–:]|\s+-\s|[.,;!?]|$)",
         correction,
         _I,
     )
@@ -434,6 +718,10 @@ _ALLOWED = re.compile(
 )
 
 
+# A bulleted line: read as one more item of the list it continues ("Allowed:\n- A\n- B").
+_BULLET = re.compile(r"\s*\n\s*[-*\u2022]\s+")
+
+
 def allowed_values(output: str) -> list[str]:
     """Values a tool error lists as acceptable ("must be one of P1, P2, P3", "Expected keys: 'a', 'b'",
     ``{"allowed": ["A", "B"]}``), from a JSON body's fields and its messages' text alike."""
@@ -443,7 +731,7 @@ def allowed_values(output: str) -> list[str]:
         for key, value in _walk(data):
             if isinstance(value, list) and _ALLOWED_KEYS.search(key):
                 out += [v for v in value if v not in out]
-    text = error_text(output)
+    text = _BULLET.sub(", ", error_text(output))
     for m in _ALLOWED.finditer(text):
         for part in re.split(r",|\bor\b|\band\b|\|", m.group("list") or m.group("list2") or ""):
             part = part.strip().strip("'\"`[]{}").strip()
@@ -454,21 +742,36 @@ def allowed_values(output: str) -> list[str]:
     return out
 
 
-_ENUMERATION = re.compile(r":\s*(?P<list>[^.;:()\n]+)")
+# What introduces a list in an error: a colon, an arrow or a dash ("Try: a | b", "Options -> a, b").
+_ENUMERATION = re.compile(
+    r"(?::|->|=>|\u2192|\s\u2014|\s\u2013|\s-\s|\b(?:choose|pick|select) from\b|\b(?:one|any) of\b|"
+    # "tiers are basic, silver, gold": a plural noun and "are" before the list
+    r"\b[a-z]+s\s+are\b)\s*(?P<list>[^.;:()\n>\u2192]+)",
+    _I,
+)
+# An unquoted run joined by pipes ("S|M|L"): list syntax, whatever introduces it.
+_PIPE_RUN = re.compile(r"(?<![\w|])[\w.-]+(?:\s*\|\s*[\w.-]+)+(?![\w|])")
+_LIST_SEPARATOR = re.compile(r",|\||\s/\s|\u00b7|\u2022|\bor\b|\band\b")
+_QUOTED_RUN = re.compile(
+    r"['\"`][\w./-]+['\"`](?:\s*(?:,|\||\bor\b|\band\b|,\s*or\b)\s*['\"`][\w./-]+['\"`])+"
+)
 _IDENTIFIER = re.compile(r"[\w][\w./-]*")
 
 
 def enumeration(text: str) -> list[str]:
-    """The values of a list an error introduces with a colon, whatever its label ("Accepted
-    arguments: a, b, c", "Try: x | y"): two or more separated items, each a single identifier-like
-    token. A colon before a sentence ("Error: the request failed") introduces no list."""
+    """The values of a list an error introduces with a colon, an arrow or a dash, whatever its label
+    ("Accepted arguments: a, b, c", "Try -> x | y"), or that it quotes as a run ("should be 'a', 'b'
+    or 'c'"): two or more separated items, each a single identifier-like token. A colon before a
+    sentence ("Error: the request failed") introduces no list."""
     for m in _ENUMERATION.finditer(text):
-        parts = [
-            p.strip().strip("'\"`[]{}").strip() for p in re.split(r",|\bor\b|\band\b|\|", m.group("list"))
-        ]
+        parts = [p.strip().strip("'\"`[]{}").strip() for p in _LIST_SEPARATOR.split(m.group("list"))]
         parts = [p for p in parts if p]
         if len(parts) >= 2 and all(_IDENTIFIER.fullmatch(p) for p in parts):
             return list(dict.fromkeys(parts))
+    for m in _QUOTED_RUN.finditer(text):
+        return list(dict.fromkeys(_QUOTED_VALUE.findall(m.group(0))))
+    for m in _PIPE_RUN.finditer(text):
+        return list(dict.fromkeys(p.strip() for p in m.group(0).split("|") if p.strip()))
     return []
 
 

@@ -17,7 +17,7 @@ from typing import Literal
 from langchain_core.language_models import BaseChatModel
 
 from causal_middleware.context.conversation import Conversation, ConversationNode, NodeType
-from causal_middleware.context.delta import behavioural_objection
+from causal_middleware.context.delta import behavioural_objection, relayed_conflict, relayed_contradiction
 from causal_middleware.context.signals import Detection, Signal, SignalType
 from causal_middleware.context.text import (
     MEASURED_KINDS,
@@ -45,7 +45,8 @@ _DISAPPROVAL = (
 _CHALLENGE = (
     r"\byou\s+(?:just\s+|really\s+|simply\s+)?(?:can't|cannot|can not|couldn't|mustn't|won't|shouldn't)\s+(?!help\b)\w+|"
     r"\b(?:shouldn't|couldn't|can't|wouldn't|didn't|weren't)\s+you\s+\w+|"
-    r"\b(?:how|why)\s+(?:can|could|would|did|do)\s+you\s+(?!help\b|tell\b|explain\b)\w+\s+(?:that|this|it|something|anything)\b"
+    r"\b(?:how|why)\s+(?:can|could|would|did|do)\s+you\s+(?:even\s+|really\s+|possibly\s+|actually\s+)?"
+    r"(?!help\b|tell\b|explain\b)\w+\s+(?:that|this|it|something|anything)\b"
 )
 
 # (pattern, confidence). The first match per family counts; confidence is the strongest match.
@@ -231,6 +232,7 @@ def detect_offline(conversation: Conversation) -> Detection:
     signals += _supplied_answers(conversation, signals)
     signals += _contradictions(conversation, signals)
     signals += _pushback(conversation, signals)
+    signals += _restated_meaning(conversation, signals)
     signals += _tool_errors(conversation)
     signals += _repetitions(user_nodes)
     signals += _drift(conversation)
@@ -283,6 +285,9 @@ def _language_signals(node: ConversationNode) -> list[Signal]:
 
 WEAK_CUE = 0.75
 _WEAK_WORD = re.compile(r"\b(?:wrong|incorrect|mistaken|inaccurate|false)\b", _I)
+_INDEFINITE_CUE = re.compile(
+    r"\b(?:a|an|any|some)\s+(?:wrong|incorrect|mistaken|inaccurate|false)\s+[a-z]", _I
+)
 
 
 def _unrelated_weak_cues(
@@ -301,6 +306,10 @@ def _unrelated_weak_cues(
     clauses = [c for sent in sents for c in re.split(r"[,;:]", sent)]
     if any(_WEAK_WORD.search(c) and statement_kind(c) == "personal" for c in clauses):
         return [s for s in found if not (s.type == SignalType.CORRECTION and s.confidence <= WEAK_CUE)]
+    # "... for an incorrect charge?": after an indefinite article the cue describes something the
+    # question introduces, not the answer it would judge.
+    if all(_INDEFINITE_CUE.search(sent) or not _WEAK_WORD.search(sent) for sent in sents):
+        return [s for s in found if not (s.type == SignalType.CORRECTION and s.confidence <= WEAK_CUE)]
     i = conversation.index(node.id)
     answer = next((n for n in reversed(conversation.nodes[:i]) if n.type == NodeType.AGENT), None)
     if answer is not None and set(term_seq(node.content)) & set(term_seq(answer.content)):
@@ -312,9 +321,31 @@ def _unrelated_weak_cues(
 _NEGATION = re.compile(r"\b(?:no|not|nothing|none|never|nowhere|cannot|without)\b|n't\b", _I)
 
 
+# The agent's own negated ability or act whose object is a negative-polarity "anything" / "any
+# ...": the reply reports that a look-up came back empty, however it names the subject ("I wasn't
+# able to dig up anything on ...", "I can't see any mention of ...").
+_NEGATED_SEARCH = re.compile(
+    r"\b(?:i|we)\s+(?:really\s+|just\s+)?(?:couldn't|could not|can't|cannot|wasn't able to|was not able to|"
+    r"weren't able to|am unable to|was unable to|didn't|did not|don't|do not)\s+(?:[a-z]+\s+){1,2}?(?:anything|any\b)",
+    _I,
+)
+
+
+# The agent speaking of its own knowledge or sources ("I don't have ...", "my search ...", "our
+# docs ..."): with a negation, the reply is about what it could not find, not about the world
+# ("we don't charge for that" answers; "our pages don't cover that" reports an absence).
+_OWN_SOURCES = re.compile(r"^(?:[^.!?]*[,.!?]\s*)?(?:i|i'm|i've|my|our\s+[a-z]+)\b", _I)
+# ... whose negation bears on the thing asked: an anaphor or an indefinite in the same clause
+# ("I don't have that", "our pages don't cover it", "my search returned nothing").
+_NEGATED_OBJECT = re.compile(
+    r"\bnothing\b|(?:n't|\bnot|\bno|\bnever)\b[^,.;!?]*\b(?:that|this|it|anything|any|something|one)\b", _I
+)
+
+
 def states_absence(reply: str, asked: str | list[str]) -> bool:
     """The reply says the thing asked about is not there: it negates, names the subject that was
-    asked or searched for (shares a word with ``asked``), and states no value of its own. Read from
+    asked or searched for (shares a word with ``asked``) or reports an empty look-up (a negated
+    act with an "anything" / "any" object), and states no value of its own. Read from
     that structure, not from a list of "not found" phrasings ("I can't see anything on the X",
     "there's nothing about the X that I can find", "no X is listed")."""
     text = expand_informal(reply)
@@ -322,6 +353,8 @@ def states_absence(reply: str, asked: str | list[str]) -> bool:
         return False
     if any(kind in MEASURED_KINDS for kind, _ in find_values(text)):
         return False
+    if _NEGATED_SEARCH.search(text) or (_OWN_SOURCES.search(text) and _NEGATED_OBJECT.search(text)):
+        return True
     texts = [asked] if isinstance(asked, str) else asked
     return share_stem(
         term_set(text, drop=QUESTION_WORDS), {t for a in texts for t in term_set(a, drop=QUESTION_WORDS)}
@@ -368,7 +401,7 @@ CONTRADICTION_KINDS = MEASURED_KINDS
 
 # Leading words that carry no subject ("well, ...", "hmm, ...", "oh ...").
 _LEAD_IN = re.compile(
-    r"^\s*(?:(?:well|hmm+|oh|ok|okay|so|but|and|wait|hey|yes|yeah|no|nope|um+|uh+|whoa|sorry)\b[,.!]*\s*)+",
+    r"^\s*(?:(?:well|hmm+|oh|ok|okay|so|but|and|wait|hey|yes|yeah|no(?!\s+one\b)|nope|um+|uh+|whoa|sorry)\b[,.!]*\s*)+",
     _I,
 )
 # A sentence that opens with a subject: a pronoun, a determiner or possessive, or a value.
@@ -383,6 +416,26 @@ _REQUEST = re.compile(
 )
 
 
+# A hypothetical states no value ("24 months would have been nicer", "if it were 2 days ...").
+_HYPOTHETICAL = re.compile(r"\b(?:would|could|might)(?:'ve|\s+have)\b|^if\b|\bwish\b", _I)
+_INTERJECTION = re.compile(r"^[a-z]+,\s+(?=\w)", _I)
+# A value proposed as a question the asker expects agreement with: a negative question about the
+# answer's subject ("isn't it 30 days?", "wasn't that raised to 30 days?") or a value with a tag
+# ("30 days, surely?", "30 days, right?").
+_PROPOSAL = re.compile(
+    r"^(?:isn't|wasn't|aren't|weren't|doesn't|didn't|hasn't|haven't|shouldn't|won't)\s+(?:it|that|this|they)\b|"
+    r",\s*(?:surely|right|no|correct|isn't it|wasn't it|aren't they)\s*\?+\s*$",
+    _I,
+)
+# A value stated for the answer's subject inside a longer sentence ("last time I looked it was 30
+# days"): an anaphoric subject and a copula right before it.
+_ANAPHORIC_COPULA = re.compile(
+    r"\b(?:it|that|this|they)(?:'s|'re| is| was| are| were| has been| had been| used to be)\s+"
+    r"(?:now\s+|actually\s+|still\s+|only\s+|just\s+|really\s+)?$",
+    _I,
+)
+
+
 def statement_kind(sentence: str) -> str:
     """``"request"``, ``"question"``, ``"personal"`` (the user about themselves), ``"assertion"``
     (a statement about the world or the agent's answer) or ``"other"``: the shape of a sentence,
@@ -390,7 +443,8 @@ def statement_kind(sentence: str) -> str:
     text = expand_informal(sentence).strip()
     if text.endswith("?"):
         return "question"
-    body = _LEAD_IN.sub("", text)
+    # One interjection set off by a comma ("weird, ...", "honestly, ...") carries no subject.
+    body = _INTERJECTION.sub("", _LEAD_IN.sub("", text))
     if not body:
         return "other"
     if _REQUEST.match(body):
@@ -421,9 +475,16 @@ def _contradictions(conversation: Conversation, found: list[Signal]) -> list[Sig
         answer_terms = set(term_seq(last_agent.content))
         for sent in sentences(n.content):
             shape = statement_kind(sent)
-            if shape in ("question", "request"):
+            body = _LEAD_IN.sub("", expand_informal(sent).strip())
+            if shape == "question" and _PROPOSAL.search(body):
+                shape = "assertion"
+            if shape in ("question", "request") or _HYPOTHETICAL.search(body):
                 continue
             values = in_answer_units(find_values(sent), said)
+            if shape in ("other", "personal") and any(
+                _ANAPHORIC_COPULA.search(sent[: sent.find(v)]) for _, v in values if v in sent
+            ):
+                shape = "assertion"
             contrast = any(same_value(v, a) for _, v in values for _, a in said)
             terms = set(term_seq(sent))
             refers = not terms or bool(terms & answer_terms)
@@ -472,8 +533,8 @@ def _contradictions(conversation: Conversation, found: list[Signal]) -> list[Sig
 # Reported speech: a source's statement relayed by the user ("the letter says", "I was told",
 # "according to ..."). Grammar, not a domain's vocabulary.
 _REPORTED = re.compile(
-    r"\b(?:says?|said|told|tells|states?|stated|shows?|showed|shown|reads|quotes?|quoted|lists?|listed|"
-    r"mentions?|mentioned|heard|according to)\b",
+    r"\b(?:says?|said|saying|told|tells|states?|stated|stating|shows?|showed|shown|showing|reads|quotes?|"
+    r"quoted|lists?|listed|mentions?|mentioned|heard|according to)\b",
     _I,
 )
 
@@ -521,8 +582,11 @@ def _pushback(conversation: Conversation, found: list[Signal]) -> list[Signal]:
             body = _LEAD_IN.sub("", sent.strip())
             m = _PROHIBITION.match(body) or _RHETORICAL.match(body)
             if (
-                m and share_stem(set(term_seq(body[m.start("verb") :])), answer_terms)
-            ) or behavioural_objection(body):
+                (m and share_stem(set(term_seq(body[m.start("verb") :])), answer_terms))
+                or behavioural_objection(body)
+                or relayed_conflict(n.content)
+                or relayed_contradiction(n.content, last_agent.content)
+            ):
                 out.append(
                     Signal(
                         type=SignalType.CORRECTION,
@@ -533,6 +597,34 @@ def _pushback(conversation: Conversation, found: list[Signal]) -> list[Signal]:
                     )
                 )
                 break
+    return out
+
+
+def _restated_meaning(conversation: Conversation, found: list[Signal]) -> list[Signal]:
+    """A repair that says what the user meant and carries a measured value the answer never
+    stated ("no, I meant the annual pass (90 days)"): the user supplies the answer the agent
+    missed, a correction whatever cue words the repair itself uses."""
+    repaired = {s.node_id for s in found if s.type == SignalType.CONVERSATIONAL_REPAIR}
+    out = []
+    for last_agent, n in _replies(conversation, found):
+        if n.id not in repaired:
+            continue
+        said = [v for _, v in find_values(last_agent.content)]
+        new = [
+            v
+            for kind, v in find_values(n.content)
+            if kind in MEASURED_KINDS and not any(same_value(v, a) for a in said)
+        ]
+        if new:
+            out.append(
+                Signal(
+                    type=SignalType.CORRECTION,
+                    turn=n.turn,
+                    node_id=n.id,
+                    evidence=quote(f"{n.content} (the agent said: {last_agent.content})"),
+                    confidence=0.8,
+                )
+            )
     return out
 
 

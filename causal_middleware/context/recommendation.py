@@ -93,6 +93,11 @@ def unified_diff(path: str | None, before: str | None, after: str | None) -> str
 def replace_value(text: str, old: str, new: str, subject: set[str]) -> str:
     """Replace ``old`` by ``new`` in the lines that state it about ``subject`` (all lines if none do)."""
     pattern = re.compile(r"(?<![\w$€£])" + re.escape(old.strip()) + r"(?![\w%])", re.IGNORECASE)
+    # A compound adjective keeps its form: "a 12-month warranty" becomes "a 24-month warranty".
+    compound = re.fullmatch(r"\d[\d.,]*-[a-z]+", old.strip(), re.IGNORECASE)
+    plain = re.fullmatch(r"(\d[\d.,]*)\s+([a-z]+?)s?", new.strip(), re.IGNORECASE)
+    if compound and plain:
+        new = f"{plain.group(1)}-{plain.group(2)}"
     lines = text.splitlines(keepends=True)
     hits = [i for i, line in enumerate(lines) if pattern.search(line)]
     if not hits:

@@ -549,6 +549,11 @@ class _Recommender:
         meta, body = _safe_front(text)
         # A page without front matter is titled by its first heading.
         title = str(meta.get("title") or first_heading(body) or "")
+        # A page titled only with words of what the user talks about is about it, however its
+        # sentence words the rest ("the X allowance on Y" against a page titled "X on Y").
+        title_terms = term_set(title) - _DROP
+        if title_terms and title_terms <= self.subject:
+            return True
         return relevance(self.subject_text, sent, title) >= RELEVANT
 
     def _same_claim(self, r_text: str, got: str, x_text: str, expected: str) -> bool:

@@ -40,7 +40,8 @@ _MONEY = (
 )
 _PERCENT = r"\d+(?:\.\d+)?\s?%|\d+(?:\.\d+)?\s?percent\b"
 _DURATION = (
-    r"\d+(?:\.\d+)?(?:\s?-\s?\d+)?\s?(?:business |calendar |working )?"
+    # "30 days", "2-3 weeks", and the compound adjective "a 12-month warranty"
+    r"\d+(?:\.\d+)?(?:\s?-\s?\d+)?[\s-]?(?:business |calendar |working )?"
     r"(?:seconds?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?)\b"
 )
 _DATE = (
@@ -215,7 +216,7 @@ _DURATION_SECONDS = {
     "second": 1, "sec": 1, "minute": 60, "min": 60, "hour": 3600, "hr": 3600, "day": 86400,
     "week": 7 * 86400, "month": 30 * 86400, "year": 365 * 86400,
 }  # fmt: skip
-_QTY = re.compile(r"(?P<n>\d[\d,]*(?:\.\d+)?)\s?(?P<u>[a-z]+(?: [a-z]+)?)?", re.IGNORECASE)
+_QTY = re.compile(r"(?P<n>\d[\d,]*(?:\.\d+)?)[\s-]?(?P<u>[a-z]+(?: [a-z]+)?)?", re.IGNORECASE)
 
 
 def magnitude(kind: str, span: str) -> tuple[str, float] | None:

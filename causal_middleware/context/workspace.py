@@ -38,6 +38,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field
 
+from causal_middleware.context.dates import change_date
 from causal_middleware.context.text import index_terms
 from causal_middleware.retrieval.bm25 import BM25Index
 from causal_middleware.tasks.model import Passage
@@ -697,7 +698,7 @@ def _kb_entry(path: str, text: str) -> KBEntry:
         path=path,
         id=str(meta.get("id") or path),
         title=title,
-        modified=_opt_str(meta.get("modified")),
+        modified=change_date(meta),
         author=_opt_str(meta.get("author")),
         version=_opt_str(meta.get("version")),
         status=_opt_str(meta.get("status")),

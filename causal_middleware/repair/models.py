@@ -104,6 +104,8 @@ class RepairResult(_Model):
         default_factory=list, description="successful probes that failed re-validation, most minimal first"
     )
     cost: RepairCost = Field(default_factory=RepairCost)
+    llm_judged: int = Field(default=0, description="re-validated repairs the multi-agent validation judged")
+    llm_not_retained: int = Field(default=0, description="of those, the ones it did not retain")
     pair: ContrastivePair | None = None
     explanation: str = ""
     discard_errors: list[str] = Field(

@@ -173,7 +173,9 @@ def _search(
             else llm_validation_not_run()
         )
         cost.absorb(llm.cost)
+        result.llm_judged += int(llm.ran)
         if llm.ran and not llm.retained:
+            result.llm_not_retained += 1
             result.rejected.append(probe)
             rejections.append(
                 f"was not retained by multi-agent validation (confidence {llm.confidence} "

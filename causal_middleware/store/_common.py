@@ -204,7 +204,9 @@ class TrajectoryCache:
     a live one, and a caller mutating it never reaches the cache). A run's entry holds its own
     trajectory under the run's version and, for a fork, the stitched one under the versions of
     the fork's ancestors, so a fork read again costs one unpickle instead of a rebuild, a parent
-    read and a stitch. Thread-safe.
+    read and a stitch. A fork's own (unstitched) trajectory is never handed out, so its entry
+    keeps only the parent it is stitched onto, not a pickle of it: reading the fork again needs
+    the stitched pickle alone, and only a change to an ancestor rebuilds the fork's own. Thread-safe.
 
     It also remembers (weakly, the last ``size``) which trajectory objects it handed out, for which
     run and versions: a parent lent back through ``stitch.lend_parent`` is stitched onto only when
@@ -213,9 +215,11 @@ class TrajectoryCache:
 
     def __init__(self, size: int = 64) -> None:
         self._size = size
-        self._entries: OrderedDict[str, tuple[int, bytes, tuple[tuple[int | None, ...], bytes] | None]] = (
-            OrderedDict()
-        )
+        # run id -> (version, own pickle or None for a fork, the fork's parent or None,
+        #            (ancestors' versions, stitched pickle) or None)
+        self._entries: OrderedDict[
+            str, tuple[int, bytes | None, str | None, tuple[tuple[int | None, ...], bytes] | None]
+        ] = OrderedDict()
         self._lock = threading.Lock()
         # id of a handed-out trajectory -> (a weak reference to it, run id, versions it was read at)
         self._issued: OrderedDict[int, tuple[weakref.ref[Trajectory], str, tuple[int | None, ...]]] = (
@@ -238,10 +242,16 @@ class TrajectoryCache:
             entry = self._issued.get(id(trajectory))
         return entry is not None and entry[0]() is trajectory and entry[1:] == (run_id, versions)
 
+    def fork_parent(self, run_id: str, version: int) -> str | None:
+        """The parent a cached fork at ``version`` is stitched onto (None: not cached, or not a fork)."""
+        with self._lock:
+            entry = self._entries.get(run_id)
+        return entry[2] if entry is not None and entry[0] == version else None
+
     def own(self, run_id: str, version: int) -> Trajectory | None:
         with self._lock:
             entry = self._entries.get(run_id)
-            if entry is None or entry[0] != version:
+            if entry is None or entry[0] != version or entry[1] is None:
                 return None
             self._entries.move_to_end(run_id)
             data = entry[1]
@@ -250,18 +260,26 @@ class TrajectoryCache:
     def stitched(self, run_id: str, version: int, ancestors: tuple[int | None, ...]) -> Trajectory | None:
         with self._lock:
             entry = self._entries.get(run_id)
-            if entry is None or entry[0] != version or entry[2] is None or entry[2][0] != ancestors:
+            if entry is None or entry[0] != version or entry[3] is None or entry[3][0] != ancestors:
                 return None
             self._entries.move_to_end(run_id)
-            data = entry[2][1]
+            data = entry[3][1]
         return cast(Trajectory, pickle.loads(data))
 
     def put_own(self, run_id: str, version: int, trajectory: Trajectory) -> None:
-        data = _pickled(trajectory)
-        if data is None:
-            return
+        """Cache a run's own trajectory; for a fork (see :func:`needs_stitching`) only which parent
+        it is stitched onto, keeping a stitched trajectory already cached for this version."""
+        lineage = trajectory.lineage
+        parent = lineage.parent_run_id if lineage is not None and needs_stitching(trajectory) else None
+        data = None
+        if parent is None:
+            data = _pickled(trajectory)
+            if data is None:
+                return
         with self._lock:
-            self._entries[run_id] = (version, data, None)
+            entry = self._entries.get(run_id)
+            kept = entry[3] if entry is not None and entry[0] == version and parent is not None else None
+            self._entries[run_id] = (version, data, parent, kept)
             self._entries.move_to_end(run_id)
             while len(self._entries) > self._size:
                 self._entries.popitem(last=False)
@@ -274,7 +292,7 @@ class TrajectoryCache:
             entry = self._entries.get(run_id)
             if data is None or entry is None or entry[0] != version:
                 return
-            self._entries[run_id] = (version, entry[1], (ancestors, data))
+            self._entries[run_id] = (version, entry[1], entry[2], (ancestors, data))
 
 
 def _pickled(trajectory: Trajectory) -> bytes | None:
@@ -284,27 +302,41 @@ def _pickled(trajectory: Trajectory) -> bytes | None:
         return None
 
 
+def needs_stitching(own: Trajectory) -> bool:
+    """Whether a run's own trajectory is a fork that is read stitched onto its parent."""
+    return own.lineage is not None and own.lineage.fork_step is not None and not is_stitched(own)
+
+
 def read_trajectory(
     cache: TrajectoryCache,
     run_id: str,
     version: int,
     build: Callable[[], Trajectory],
-    ancestor_versions: Callable[[Trajectory], tuple[int | None, ...]],
+    ancestor_versions: Callable[[str, str], tuple[int | None, ...]],
     get_trajectory: Callable[[str], Trajectory],
 ) -> Trajectory:
     """A store's ``get_trajectory`` over ``cache``: the run's own trajectory (built once per
-    version), stitched onto its parent when it is a fork (stitched once per ancestors' versions)."""
+    version), stitched onto its parent when it is a fork (stitched once per ancestors' versions).
+    ``ancestor_versions(run_id, parent_run_id)``: the versions of the fork's parent, its
+    parent's parent..."""
+    parent_id = cache.fork_parent(run_id, version)
+    if parent_id is not None:  # a fork read again: its stitched form, when the ancestors are unchanged
+        ancestors = ancestor_versions(run_id, parent_id)
+        hit = cache.stitched(run_id, version, ancestors)
+        if hit is not None:
+            return cache.issue(hit, run_id, (version, *ancestors))
     own = cache.own(run_id, version)
     if own is None:
         own = build()
         cache.put_own(run_id, version, own)
-    if own.lineage is None or own.lineage.fork_step is None or is_stitched(own):
+    if not needs_stitching(own):
         return cache.issue(own, run_id, (version,))
-    ancestors = ancestor_versions(own)
+    assert own.lineage is not None
+    parent_id = own.lineage.parent_run_id
+    ancestors = ancestor_versions(run_id, parent_id)
     hit = cache.stitched(run_id, version, ancestors)
     if hit is not None:
         return cache.issue(hit, run_id, (version, *ancestors))
-    parent_id = own.lineage.parent_run_id
     lent = lent_parent(parent_id)
     reader = get_trajectory
     # the parent the forker already holds, when it is what this cache handed out at the

@@ -175,9 +175,9 @@ class InMemorySpanStore(SpanStore):
             self._cache, run_id, version, build, self._ancestor_versions, self.get_trajectory
         )
 
-    def _ancestor_versions(self, own: Trajectory) -> tuple[int | None, ...]:
+    def _ancestor_versions(self, run_id: str, parent_run_id: str) -> tuple[int | None, ...]:
         versions: list[int | None] = []
-        cursor = own.lineage.parent_run_id if own.lineage is not None else None
+        cursor: str | None = parent_run_id
         with self._lock:
             while cursor is not None and len(versions) < 64:
                 versions.append(self._versions.get(cursor))

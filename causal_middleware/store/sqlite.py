@@ -87,6 +87,7 @@ from causal_middleware.store._packing import (
     pack_json,
     unpack_json,
 )
+from causal_middleware.store._records import reread, span_record
 from causal_middleware.store.base import (
     RunSummary,
     SpanStore,
@@ -99,6 +100,9 @@ from causal_middleware.store.base import (
 )
 
 SCHEMA_VERSION = 2
+_WRITTEN_RUNS = 32  # just-written runs kept for reading back without the file
+_WRITTEN_MAX_SPANS = 128  # ...of at most this many spans: a bulk import must not hold its file in memory
+_Written = tuple[int, Mapping[str, SpanFacts], Mapping[str, SpanRecord]]
 DEFAULT_BUSY_TIMEOUT_S = 30.0
 
 _SCHEMA_V1 = """
@@ -415,6 +419,10 @@ class SqliteSpanStore(SpanStore):
         # recomputes the row without reading the run's spans back while the version still matches
         self._run_facts: OrderedDict[str, tuple[int, RunFacts]] = OrderedDict()
         self._staged_facts: dict[str, tuple[int, RunFacts]] = {}  # this transaction's, kept on COMMIT
+        # run id -> (its runs-row version, facts and records by span id): runs this store wrote
+        # whole in one batch, read back from these records (not the file) while the version matches
+        self._written: OrderedDict[str, _Written] = OrderedDict()
+        self._staged_written: dict[str, _Written] = {}
         self.read_only = bool(read_only)
         self.open_mode = "memory" if self._in_memory else "rw"
         may_fall_back = False
@@ -526,6 +534,7 @@ class SqliteSpanStore(SpanStore):
                     f"({self.open_mode}: the file, its folder or its media cannot be written); nothing was written"
                 )
             self._staged_facts.clear()
+            self._staged_written.clear()
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
                 result = work()
@@ -534,6 +543,7 @@ class SqliteSpanStore(SpanStore):
                 return result
             except BaseException as exc:
                 self._staged_facts.clear()
+                self._staged_written.clear()
                 if self._conn.in_transaction:  # SQLite may have rolled back already (disk full)
                     try:
                         self._conn.execute("ROLLBACK")
@@ -552,9 +562,17 @@ class SqliteSpanStore(SpanStore):
         self._staged_facts.clear()
         while len(self._run_facts) > 1024:
             self._run_facts.popitem(last=False)
+        for run_id, written in self._staged_written.items():
+            self._written[run_id] = written
+            self._written.move_to_end(run_id)
+        self._staged_written.clear()
+        while len(self._written) > _WRITTEN_RUNS:
+            self._written.popitem(last=False)
 
     # --- spans ---------------------------------------------------------------------------
     def write_spans(self, records: Sequence[SpanRecord]) -> None:
+        """Persist spans atomically. The records must not be changed afterwards: the first read of
+        a run written whole here is built from them (:meth:`_just_written`)."""
         self._write(records, None)
 
     def write_batch(
@@ -567,7 +585,8 @@ class SqliteSpanStore(SpanStore):
     ) -> None:
         """Also writes ``annotations`` queued behind runs' spans (:meth:`annotate`), in the same
         transaction, after the spans; one of a run the file does not hold (its spans were dropped)
-        is skipped and counted in ``health`` (``store.annotations_unknown_run``)."""
+        is skipped and counted in ``health`` (``store.annotations_unknown_run``). As with
+        :meth:`write_spans`, the records must not be changed afterwards."""
         if not records and not counters and not annotations:
             return
         with self._lock:
@@ -740,7 +759,12 @@ class SqliteSpanStore(SpanStore):
             annotations = annotations.merged(
                 outcome=item.outcome, reference=item.reference, labels=item.labels, lineage=item.lineage
             )
-        self._staged_facts[run_id] = (int(existing["version"]) + 1 if existing is not None else 1, run_facts)
+        version = int(existing["version"]) + 1 if existing is not None else 1
+        self._staged_facts[run_id] = (version, run_facts)
+        if batch is not None and len(batch[0]) <= _WRITTEN_MAX_SPANS:
+            self._staged_written[run_id] = (version, batch[0], batch[1])
+        else:  # the run grew past what it was kept as: never read again, so let it go now
+            self._written.pop(run_id, None)
         summary = effective_summary(run_facts, annotations)
         lineage = annotations.lineage or run_facts.lineage
         self._conn.execute(
@@ -886,33 +910,31 @@ class SqliteSpanStore(SpanStore):
                 texts = self._blob_texts(wanted) if self._has_blobs() else {}
         resources: dict[str, Any] = {}  # a run's spans share one resource: parsed once
         out = []
-        validate = SpanRecord.model_validate
         for row, attributes, refs in decoded:
             resource = row[12]
             if isinstance(resource, str) and resource.startswith(RESOURCE_PREFIX):
                 resource = texts.get(resource[1:], "{}")
+            resource = _resource(resource, resources)
             events = row[10]
             links = row[11]
             out.append(
-                validate(
-                    {
-                        "trace_id": row[0],
-                        "span_id": row[1],
-                        "parent_span_id": row[2],
-                        "name": row[3],
-                        "kind": row[4],
-                        "start_time_ns": row[5],
-                        "end_time_ns": row[6],
-                        "status_code": row[7],
-                        "status_message": row[8],
-                        "attributes": _restore(attributes, texts)
-                        if refs
-                        else dict(zip(decoded_names(tuple(attributes)), attributes.values(), strict=True)),
-                        "events": [] if events == "[]" else unpack_json(events),
-                        "links": [] if links == "[]" else json.loads(links),
-                        "resource": _resource(resource, resources),
-                        "scope": row[13],
-                    }
+                span_record(
+                    row[0],
+                    row[1],
+                    row[2],
+                    row[3],
+                    row[4],
+                    row[5],
+                    row[6],
+                    row[7],
+                    row[8],
+                    _restore(attributes, texts)
+                    if refs
+                    else dict(zip(decoded_names(tuple(attributes)), attributes.values(), strict=True)),
+                    [] if events == "[]" else unpack_json(events),
+                    [] if links == "[]" else json.loads(links),
+                    dict(resource) if type(resource) is dict else resource,  # each span its own
+                    row[13],
                 )
             )
         return out
@@ -1148,7 +1170,7 @@ class SqliteSpanStore(SpanStore):
 
         def build() -> Trajectory:
             annotations = Annotations.model_validate_json(row["annotations"])
-            spans, facts = self._read_spans_and_facts(run_id)
+            spans, facts = self._just_written(run_id, version) or self._read_spans_and_facts(run_id)
             return overlay(build_trajectory(spans, run_id=run_id, facts=facts), annotations)
 
         # stitching (outside the lock) reads the parent run through get_trajectory
@@ -1156,11 +1178,30 @@ class SqliteSpanStore(SpanStore):
             self._cache, run_id, version, build, self._ancestor_versions, self.get_trajectory
         )
 
-    def _ancestor_versions(self, own: Trajectory) -> tuple[int | None, ...]:
+    def _just_written(
+        self, run_id: str, version: int
+    ) -> tuple[list[SpanRecord], Mapping[str, SpanFacts]] | None:
+        """The spans of a run this store wrote whole in one batch and nobody changed since (its
+        row is still at the version that batch gave it), as reading its rows back would give them,
+        from the records written; once per write. None: read the rows."""
+        with self._lock:
+            written = self._written.pop(run_id, None)
+        if written is None or written[0] != version:
+            return None
+        spans = []
+        for record in written[2].values():
+            again = reread(record)
+            if again is None:
+                return None
+            spans.append(again)
+        spans.sort(key=lambda r: (r.start_time_ns, r.span_id))  # the rows' order
+        return spans, written[1]
+
+    def _ancestor_versions(self, run_id: str, parent_run_id: str) -> tuple[int | None, ...]:
         """The versions of a fork's parent, its parent's parent...: what its stitched form reads."""
         versions: list[int | None] = []
-        cursor = own.lineage.parent_run_id if own.lineage is not None else None
-        with self._lock, self._reading(f"reading the lineage of run {own.run_id}"):
+        cursor: str | None = parent_run_id
+        with self._lock, self._reading(f"reading the lineage of run {run_id}"):
             while cursor is not None and len(versions) < 64:
                 found = self._conn.execute(
                     "SELECT version, parent_run_id FROM runs WHERE run_id = ?", (cursor,)

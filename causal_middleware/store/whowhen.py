@@ -18,7 +18,11 @@ names the agent, :mod:`causal_middleware.attribution.targets`):
 * the human's message (Hand-Crafted ``human``) is a node step; every other message an LLM step
   whose output is the message.
 
-The run's root holds the question (``input.value``), ``ground_truth`` as the reference, outcome
+The run's root holds the question (``input.value``), the run's final answer (``output.value``: what
+the last ``FINAL ANSWER: X`` line of the log states, the line with which a Magentic-One/GAIA run
+submits its answer; empty when the log has none: an agent saying "final answer" in prose is a
+message, not the run's output, and without a root output the builder would take the human's
+message, the outermost node, for the answer), ``ground_truth`` as the reference, outcome
 ``failure`` (every log is a failed run) and the ground truth of the attribution as labels:
 ``whowhen.mistake_agent``, ``whowhen.mistake_step`` (an int), ``whowhen.mistake_reason``,
 ``whowhen.subset``, ``whowhen.question_id``, ``whowhen.file``. Ids are derived from the file's
@@ -31,7 +35,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +47,7 @@ __all__ = [
     "LABEL_MISTAKE_AGENT",
     "LABEL_MISTAKE_STEP",
     "LABEL_SUBSET",
+    "final_answer",
     "import_whowhen",
     "message_agent",
     "read_whowhen",
@@ -56,6 +61,7 @@ LABEL_SUBSET = "whowhen.subset"
 SUBSETS = ("Algorithm-Generated", "Hand-Crafted")
 _TOOL_AGENT = re.compile(r"terminal|surfer", re.IGNORECASE)
 _HUMAN = {"human", "user"}
+_FINAL_ANSWER = re.compile(r"(?m)^[ \t]*FINAL ANSWER:[ \t]*(\S[^\n]*?)[ \t]*$")
 _BASE_NS = 1_700_000_000_000_000_000
 _STEP_NS = 1_000_000
 
@@ -68,6 +74,17 @@ def message_agent(message: Mapping[str, Any]) -> str:
         return name.strip()
     role = message.get("role")
     return re.sub(r"\s*\(.*\)\s*$", "", role).strip() if isinstance(role, str) and role.strip() else "unknown"
+
+
+def final_answer(history: Sequence[Mapping[str, Any]]) -> str:
+    """The answer the run submitted: what the last ``FINAL ANSWER: X`` line of the log states;
+    empty when no message has one."""
+    for message in reversed(history):
+        content = message.get("content")
+        found = _FINAL_ANSWER.findall(content) if isinstance(content, str) else []
+        if found:
+            return str(found[-1]).strip()
+    return ""
 
 
 def _subset(path: Path, data: Mapping[str, Any]) -> str:
@@ -137,6 +154,8 @@ def read_whowhen(path: str | os.PathLike[str]) -> list[SpanRecord]:
         A.OPENINFERENCE_SPAN_KIND: "CHAIN",
         A.INPUT_VALUE: str(data["question"]),
         A.INPUT_MIME_TYPE: "text/plain",
+        A.OUTPUT_VALUE: final_answer(history),
+        A.OUTPUT_MIME_TYPE: "text/plain",
         A.CAUSAL_RUN_OUTCOME: "failure",
         A.CAUSAL_RUN_LABELS: json.dumps(labels, ensure_ascii=False),
     }

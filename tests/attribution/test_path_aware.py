@@ -7,6 +7,7 @@ from attribution_sim import World, context_for, faulted_run, inject, make_world
 
 from benchmarks.suites.fp_report import FPUnit, build_results
 from causal_middleware.attribution import DiagnosisContext, get_diagnoser
+from causal_middleware.attribution.path_aware import recorded_query_context
 from causal_middleware.faults.model import FaultLabel
 from causal_middleware.spans.model import Trajectory
 from causal_middleware.tasks.scoring import is_correct
@@ -68,19 +69,52 @@ def test_corruption_into_another_real_entity_escalates_along_the_bridge() -> Non
     assert with_audit.hop == 2 and with_audit.cost.reexecutions == 1
 
 
-def test_persistent_corruption_is_found_by_provenance_and_stays_uncertain() -> None:
-    """The corpus itself is corrupted: the audit sees nothing and no repair can restore the answer,
-    so path_aware reports the bridge hop as uncertain, with the entangled candidates."""
+def test_persistent_corruption_is_confirmed_by_repairing_the_reading() -> None:
+    """The corpus itself is corrupted: the audit sees nothing and no re-retrieval can restore the
+    answer (it finds the same passage again: no fork, the hop is not cleared). The reading repair
+    (hop 1's fact set to its gold answer) restores it, so hop 1 is confirmed, not left uncertain."""
     world = make_world()
     run = faulted_run(world, "content_corruption", 1, persistent=True)
     d = get_diagnoser("path_aware").diagnose(run, context_for(world))
     assert d.details["audit"]["hops"][1]["consistent"] is True
-    assert d.hop == 1 and d.uncertain and d.candidates[0] == 1 and len(d.candidates) > 1
-    assert not any(p.restored for p in d.probes) and d.cost.reexecutions <= 3
-    # re-retrieving the corrupted hop returns the evidence it already had: no fork, hop not cleared
-    hop1 = [p for p in d.probes if p.hop == 1]
+    evidence = [p for p in d.probes if p.target == "evidence"]
+    assert not any(p.restored for p in evidence)
+    hop1 = [p for p in evidence if p.hop == 1]
     assert hop1 and all(p.uninformative and p.fork_run_id is None for p in hop1)
-    assert 1 in d.candidates
+    reading = [p for p in d.probes if p.target == "reading"]
+    assert [(p.hop, p.restored) for p in reading] == [(1, True)]
+    assert reading[0].fact == world.questions["q0-3"].hops[0].answer and reading[0].fork_run_id
+    assert (d.hop, d.uncertain, d.candidates) == (1, False, [1])
+    assert d.details["reading_confirmed"] == 1 and d.uses_gold
+    assert "setting it right" in d.root_cause
+
+    # without reading probes the corrupted corpus leaves the bridge hop uncertain, as before
+    plain = get_diagnoser("path_aware", max_reading_probes=0).diagnose(run, context_for(world))
+    assert plain.hop == 1 and plain.uncertain and len(plain.candidates) > 1
+    assert not any(p.target == "reading" for p in plain.probes)
+
+
+def test_reading_probes_skip_hops_that_read_their_gold_answer_and_dead_ends() -> None:
+    """Only hops whose reading is not their gold answer are probed, earliest first; a hop that
+    already read the gold answer would run a fork that changes nothing."""
+    world = make_world()
+    run = faulted_run(world, "content_corruption", 2, persistent=True)
+    d = get_diagnoser("path_aware").diagnose(run, context_for(world))
+    reading = [p for p in d.probes if p.target == "reading"]
+    assert reading and reading[0].hop == 2 and reading[0].restored is True
+    assert all(p.hop != 1 for p in reading)
+    assert d.hop == 2 and not d.uncertain
+
+
+def test_reading_probes_need_the_gold_decomposition() -> None:
+    world = make_world()
+    run = faulted_run(world, "content_corruption", 1, persistent=True)
+    # the same judge, no gold decomposition: evidence probes run, reading probes cannot
+    ctx = recorded_query_context(context_for(world))
+    assert ctx.question is None and ctx.can_judge()
+    d = get_diagnoser("path_aware").diagnose(run, ctx)
+    assert d.probes and all(p.target == "evidence" for p in d.probes)
+    assert d.uncertain
 
 
 def test_passive_mode_without_a_live_agent(world) -> None:
@@ -190,3 +224,21 @@ def test_a_hop_the_audit_flags_is_repaired_with_its_own_recorded_query(world) ->
     assert ctx.judge(right) is True and ctx.judge(run.model_copy(update={"answer": "Osk"})) is False
     bare = DiagnosisContext(reference="Lostra")
     assert recorded_query_context(bare) is bare
+
+
+def test_a_reading_repair_that_sets_the_chain_right_is_told_apart_from_one_that_does_not() -> None:
+    """``_cured_downstream``: the gold hops after the repaired one that the failed run read wrong
+    and the fork read right (here the clean run stands in for the fork of a perfect repair)."""
+    from causal_middleware.attribution.hops import hop_views
+    from causal_middleware.attribution.path_aware import _cured_downstream
+
+    world = make_world()
+    question = world.questions["q0-3"]
+    base = world.backend.run(question)
+    run = faulted_run(world, "content_corruption", 1, persistent=True)
+    views = hop_views(run)
+    # hop 1 read a wrong organisation, and hops 2-3 re-queried its founder in vain
+    assert [v.fact for v in views] == ["Quintar Holdings", "", ""]
+    assert _cured_downstream(views, base, question, views[0]) == [2, 3]
+    assert _cured_downstream(views, base, question, views[1]) == [3]  # gold hop 2 is its own
+    assert _cured_downstream(views, run, question, views[0]) == []  # a fork as wrong as the run

@@ -115,3 +115,69 @@ def test_tiny_benchmark_with_a_sampling_agent_records_its_temperature(
     [model] = models
     assert model is not None and model.temperature == 0.5  # the agent itself samples
     assert results["n_failed"] == results["natural"]["n_failed"] + results["injected"]["n_failed"]
+
+
+def _scripted_models(monkeypatch: pytest.MonkeyPatch, replies: dict[str, list[str]]) -> dict[str, Any]:
+    """``load_chat_model`` answering each role (``--proposer`` / ``--validator``) with a scripted model."""
+    from repair_fakes import ScriptedChatModel
+
+    import causal_middleware.cli.live_agent as live_agent
+
+    made: dict[str, Any] = {}
+
+    def load(spec: str, what: str) -> Any:
+        made[what] = ScriptedChatModel(replies=replies[spec])
+        return made[what]
+
+    monkeypatch.setattr(live_agent, "load_chat_model", load)
+    return made
+
+
+TINY_REPAIR = {"n": 6, "inject_questions": 3, "families": ["content_corruption"], "depths": [1]}
+
+
+def test_bench_repair_with_an_llm_validator_keeps_only_what_it_retains(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from benchmarks.cli.bench import run_repair
+
+    plain = run_repair(dict(TINY_REPAIR))
+    assert plain["n_repaired"] > 0 and plain["llm_validation"]["judged"] == 0
+    _scripted_models(
+        monkeypatch,
+        {
+            "yes": ['{"agree": true, "confidence": 0.8, "reason": "the step explains it"}'],
+            "no": ['{"agree": false, "confidence": 0.9, "reason": "another step did it"}'],
+        },
+    )
+    kept = run_repair({**TINY_REPAIR, "validator": "yes"})
+    assert kept["config"]["validator"] == "yes" and kept["config"]["llm_validator"] == "LLMValidator"
+    assert kept["n_repaired"] == plain["n_repaired"]
+    assert kept["llm_validation"] == {"judged": plain["n_repaired"], "not_retained": 0, "retained_rate": 1.0}
+    assert all(r["llm_confidence"] == 0.8 for r in kept["runs"] if r["status"] == "repaired")
+    assert kept["llm_calls_per_repaired"] == 3.0  # proposer, critic, meta-critic
+    dropped = run_repair({**TINY_REPAIR, "validator": "no"})
+    assert dropped["n_repaired"] == 0 and dropped["llm_validation"]["judged"] >= plain["n_repaired"]
+    assert dropped["llm_validation"]["not_retained"] == dropped["llm_validation"]["judged"]
+    assert dropped["llm_validation"]["retained_rate"] == 0.0
+
+
+def test_bench_repair_with_an_llm_proposer_repairs_with_its_proposals(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from benchmarks.cli.bench import run_repair
+
+    made = _scripted_models(monkeypatch, {"chatter": ["I cannot help with that."]})
+    results = run_repair({**TINY_REPAIR, "proposer": "chatter"})
+    assert results["config"]["proposer"] == "LLMProposer" and results["config"]["proposer_model"] == "chatter"
+    assert made["proposer"].calls, "the proposer model was asked"
+    # a reply with no JSON proposes nothing: nothing can be repaired, every failure is still counted
+    assert results["n_failed"] > 0 and results["n_repaired"] == 0
+    assert sum(r["llm_calls"] for r in results["runs"]) == len(made["proposer"].calls)
+
+
+def test_bench_repair_cli_refuses_llm_roles_on_a_remote_executor() -> None:
+    from benchmarks.cli.bench import run_repair
+
+    with pytest.raises(ValueError, match="offline proposer and no --validator"):
+        run_repair({**TINY_REPAIR, "validator": "local", "executor": "ray"})
