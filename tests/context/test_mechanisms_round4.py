@@ -16,9 +16,11 @@ import datetime as dt
 import json
 from pathlib import Path
 
+from context_generalise.chat import Chat
+
 from benchmarks.context.kit import KitBenchmark, generate_kit_benchmark, load_kit
 from causal_middleware.context.authority import SourceInfo, resolve_authority
-from causal_middleware.context.conversation import Conversation, ConversationNode, NodeType, RetrievedDoc
+from causal_middleware.context.conversation import Conversation
 from causal_middleware.context.dates import change_date, iso_date
 from causal_middleware.context.delta import (
     behavioural_objection,
@@ -29,7 +31,6 @@ from causal_middleware.context.delta import (
     tool_error_delta,
 )
 from causal_middleware.context.detector import detect_offline, states_absence
-from causal_middleware.context.explorer import format_hits
 from causal_middleware.context.recommendation import Operation
 from causal_middleware.context.recommender import recommend
 from causal_middleware.context.root_cause import diagnose
@@ -37,46 +38,6 @@ from causal_middleware.context.signals import SignalType
 from causal_middleware.context.workspace import Workspace
 
 PROMPT = "# Clinic front desk\n\nRules:\n- Answer from the clinic's pages.\n"
-
-
-class Session:
-    """A session over a workspace; every search output is the matching files' own text."""
-
-    def __init__(self, ws: Workspace) -> None:
-        self.ws = ws
-        self.nodes: list[ConversationNode] = []
-        self.turn = 0
-        self._add(NodeType.SYSTEM_PROMPT, output=ws.read(ws.system_prompt_path), source=ws.system_prompt_path)
-
-    def _add(self, kind: NodeType, **kw: object) -> None:
-        self.nodes.append(ConversationNode(id=f"n{len(self.nodes) + 1}", type=kind, turn=self.turn, **kw))  # type: ignore[arg-type]
-
-    def user(self, text: str) -> Session:
-        self.turn += 1
-        self._add(NodeType.USER, content=text)
-        return self
-
-    def agent(self, text: str) -> Session:
-        self._add(NodeType.AGENT, content=text)
-        return self
-
-    def search(self, query: str) -> Session:
-        hits = self.ws.search_kb(query, k=3)
-        docs = [
-            RetrievedDoc(path=h.path, id=h.id, title=h.title, score=h.score, content=h.content) for h in hits
-        ]
-        self._add(
-            NodeType.KB_RETRIEVAL,
-            name="search_kb",
-            content=json.dumps({"query": query}),
-            output=format_hits(hits),
-            source=hits[0].path if hits else None,
-            documents=docs,
-        )
-        return self
-
-    def build(self) -> Conversation:
-        return Conversation(session_id="clinic", nodes=list(self.nodes))
 
 
 def bare() -> Workspace:
@@ -90,7 +51,7 @@ def corrected(conv: Conversation) -> set[str | None]:
 def reply(
     answer: str, complaint: str, question: str = "Can you book Biscuit in for Thursday?"
 ) -> Conversation:
-    return Session(bare()).user(question).agent(answer).user(complaint).build()
+    return Chat(bare(), "clinic").user(question).agent(answer).user(complaint).build()
 
 
 # --- the change date, whatever its key is called -----------------------------------------------
@@ -155,7 +116,7 @@ def test_a_newer_notice_with_its_own_date_key_corrects_the_stale_page() -> None:
             "kb/visits/parking.md": "# Parking\n\nThe clinic has six free parking spaces.\n",
         }
     )
-    s = Session(ws).user("What does a nail trim cost for my dog?").search("nail trim dog cost")
+    s = Chat(ws, "clinic").user("What does a nail trim cost for my dog?").search("nail trim dog cost")
     conv = (
         s.agent("A nail trim for a dog costs EUR 12.")
         .user("the receptionist told me EUR 15, not EUR 12")
@@ -247,7 +208,7 @@ def test_a_page_titled_with_the_words_the_user_uses_is_the_one_to_make_findable(
         }
     )
     s = (
-        Session(ws)
+        Chat(ws, "clinic")
         .user("How much to keep my cat over Saturday night?")
         .search("keep cat Saturday night standard")
     )
@@ -335,7 +296,11 @@ def test_a_look_up_reported_empty_in_other_words_states_absence() -> None:
     assert states_absence("Sorry, I wasn't able to dig up anything on water treatments.", asked)
     assert states_absence("I can't see any mention of that service here.", asked)
     assert not states_absence("I couldn't agree more, it helps with 3 sessions a week.", asked)
-    s = Session(bare()).user(asked).agent("Sorry, I wasn't able to dig up anything on water treatments.")
+    s = (
+        Chat(bare(), "clinic")
+        .user(asked)
+        .agent("Sorry, I wasn't able to dig up anything on water treatments.")
+    )
     assert corrected(s.user("it's EUR 35 a session, the flyer at reception says so").build()) == {"n4"}
 
 
@@ -539,7 +504,11 @@ def test_a_page_titled_with_one_word_of_what_the_user_names_is_found_too() -> No
             "kb/visits/parking.md": "# Parking\n\nThe clinic has six free parking spaces.\n",
         }
     )
-    s = Session(ws).user("How long to get my puppy an ID implant, a standard visit?").search("standard visit")
+    s = (
+        Chat(ws, "clinic")
+        .user("How long to get my puppy an ID implant, a standard visit?")
+        .search("standard visit")
+    )
     conv = s.agent("A standard consultation takes 20 minutes.").user(
         "no, I meant the microchipping price (EUR 25)"
     )
