@@ -422,6 +422,7 @@ def summarize(
     reexec = sum(r.reexecutions for r in rows)
     naive = sum(r.naive_reexecutions for r in rows)
     flagged = sum(r.flagged for r in rows)
+    judged, not_retained = sum(r.llm_judged for r in rows), sum(r.llm_not_retained for r in rows)
     out: dict[str, Any] = {
         "n_failed": n,
         "n_repaired": n_rep,
@@ -446,11 +447,9 @@ def summarize(
         },
         "zero_minimality_repairs": sum(1 for r in repaired if not r.minimality),
         "llm_validation": {
-            "judged": sum(r.llm_judged for r in rows),
-            "not_retained": sum(r.llm_not_retained for r in rows),
-            "retained_rate": _round(1 - sum(r.llm_not_retained for r in rows) / judged)
-            if (judged := sum(r.llm_judged for r in rows))
-            else None,
+            "judged": judged,
+            "not_retained": not_retained,
+            "retained_rate": _round(1 - not_retained / judged) if judged else None,
         },
         "statuses": dict(Counter(r.status for r in rows)),
         "repaired_by_source": dict(Counter(r.source for r in repaired if r.source)),

@@ -37,15 +37,19 @@ class Executor(Protocol):
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]: ...
 
 
+def _workers(workers: int) -> int:
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    return workers
+
+
 class ThreadExecutor:
     """``workers`` threads of this process (the local executor)."""
 
     remote = False
 
     def __init__(self, workers: int = 2) -> None:
-        if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-            raise ValueError(f"workers must be a positive integer, got {workers!r}")
-        self.workers = workers
+        self.workers = _workers(workers)
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="sweep") as pool:
@@ -63,9 +67,7 @@ class ProcessExecutor:
     remote = True
 
     def __init__(self, workers: int = 2) -> None:
-        if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-            raise ValueError(f"workers must be a positive integer, got {workers!r}")
-        self.workers = workers
+        self.workers = _workers(workers)
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
         context = multiprocessing.get_context("spawn")

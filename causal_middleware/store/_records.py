@@ -37,50 +37,23 @@ def _built(cls: type[Any], values: dict[str, Any], fields: frozenset[str]) -> An
     return model
 
 
-def _events(raw: Any) -> list[SpanEvent] | None:
+def _items(raw: Any, cls: type[Any], fields: frozenset[str], types: dict[str, type]) -> list[Any] | None:
+    """``raw`` (a decoded list of events or links) as ``cls`` models, or None when an item is not
+    exactly a dict of ``fields`` whose values have the exact ``types``."""
     if type(raw) is not list:
         return None
     out = []
     for item in raw:
-        if (
-            type(item) is not dict
-            or item.keys() != _EVENT_FIELDS
-            or type(item["name"]) is not str
-            or type(item["time_ns"]) is not int
-            or type(item["attributes"]) is not dict
-        ):
+        if type(item) is not dict or item.keys() != fields:
             return None
-        out.append(
-            _built(
-                SpanEvent,
-                {"name": item["name"], "time_ns": item["time_ns"], "attributes": item["attributes"]},
-                _EVENT_FIELDS,
-            )
-        )
+        if any(type(item[name]) is not kind for name, kind in types.items()):
+            return None
+        out.append(_built(cls, {name: item[name] for name in types}, fields))
     return out
 
 
-def _links(raw: Any) -> list[SpanLink] | None:
-    if type(raw) is not list:
-        return None
-    out = []
-    for item in raw:
-        if (
-            type(item) is not dict
-            or item.keys() != _LINK_FIELDS
-            or type(item["trace_id"]) is not str
-            or type(item["span_id"]) is not str
-            or type(item["attributes"]) is not dict
-        ):
-            return None
-        out.append(
-            _built(
-                SpanLink,
-                {"trace_id": item["trace_id"], "span_id": item["span_id"], "attributes": item["attributes"]},
-                _LINK_FIELDS,
-            )
-        )
-    return out
+_EVENT_TYPES: dict[str, type] = {"name": str, "time_ns": int, "attributes": dict}
+_LINK_TYPES: dict[str, type] = {"trace_id": str, "span_id": str, "attributes": dict}
 
 
 def span_record(
@@ -102,8 +75,24 @@ def span_record(
     """The record of one decoded row: built directly when every field is what the model
     accepts unchanged, else validated (same coercions, same errors). ``attributes``,
     ``events``, ``links`` and ``resource`` must be the caller's own objects (they are kept)."""
-    event_models = _events(events)
-    link_models = _links(links)
+    event_models = _items(events, SpanEvent, _EVENT_FIELDS, _EVENT_TYPES)
+    link_models = _items(links, SpanLink, _LINK_FIELDS, _LINK_TYPES)
+    values = {
+        "trace_id": trace_id,
+        "span_id": span_id,
+        "parent_span_id": parent_span_id,
+        "name": name,
+        "kind": kind,
+        "start_time_ns": start_time_ns,
+        "end_time_ns": end_time_ns,
+        "status_code": status_code,
+        "status_message": status_message,
+        "attributes": attributes,
+        "events": events,
+        "links": links,
+        "resource": resource,
+        "scope": scope,
+    }
     if (
         type(trace_id) is str
         and _TRACE_ID.fullmatch(trace_id)
@@ -125,43 +114,9 @@ def span_record(
         and (scope is None or type(scope) is str)
     ):
         return _built(  # type: ignore[no-any-return]
-            SpanRecord,
-            {
-                "trace_id": trace_id,
-                "span_id": span_id,
-                "parent_span_id": parent_span_id,
-                "name": name,
-                "kind": kind,
-                "start_time_ns": start_time_ns,
-                "end_time_ns": end_time_ns,
-                "status_code": status_code,
-                "status_message": status_message,
-                "attributes": attributes,
-                "events": event_models,
-                "links": link_models,
-                "resource": resource,
-                "scope": scope,
-            },
-            _RECORD_FIELDS,
+            SpanRecord, {**values, "events": event_models, "links": link_models}, _RECORD_FIELDS
         )
-    return SpanRecord.model_validate(
-        {
-            "trace_id": trace_id,
-            "span_id": span_id,
-            "parent_span_id": parent_span_id,
-            "name": name,
-            "kind": kind,
-            "start_time_ns": start_time_ns,
-            "end_time_ns": end_time_ns,
-            "status_code": status_code,
-            "status_message": status_message,
-            "attributes": attributes,
-            "events": events,
-            "links": links,
-            "resource": resource,
-            "scope": scope,
-        }
-    )
+    return SpanRecord.model_validate(values)
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
