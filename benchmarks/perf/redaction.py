@@ -71,8 +71,14 @@ def head_module(
     return None if source is None else load(source, name)
 
 
-# what the SQLite store of another revision must bring along (its cache and read helpers)
-STORE_COMPANIONS = ("causal_middleware.store._common",)
+# what the SQLite store of another revision must bring along (its trajectory builder, its cache,
+# row packing and record helpers), so a change to any of them is measured against the old one
+STORE_COMPANIONS = (
+    "causal_middleware.spans.builder",
+    "causal_middleware.store._common",
+    "causal_middleware.store._packing",
+    "causal_middleware.store._records",
+)
 
 
 def recorded_spans(hops: int) -> list[Any]:

@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from causal_middleware.spans import _json
 from causal_middleware.spans import attributes as A
 from causal_middleware.spans.model import (
     AnswerStep,
@@ -145,6 +146,24 @@ _CONSUMED: dict[str, set[str]] = {
 }
 
 
+_loads = _json.loads  # json.loads, through orjson where that gives the same
+
+# The models' own validators, called with the fields as one dict: what ``Model(**fields)`` does,
+# without its Python-level ``__init__`` frame (the builder makes some 100 models per run).
+_new_NodeStep = NodeStep.__pydantic_validator__.validate_python
+_new_RetrievalStep = RetrievalStep.__pydantic_validator__.validate_python
+_new_LLMStep = LLMStep.__pydantic_validator__.validate_python
+_new_ToolStep = ToolStep.__pydantic_validator__.validate_python
+_new_DecisionStep = DecisionStep.__pydantic_validator__.validate_python
+_new_AnswerStep = AnswerStep.__pydantic_validator__.validate_python
+_new_Document = Document.__pydantic_validator__.validate_python
+_new_Message = Message.__pydantic_validator__.validate_python
+_new_Usage = Usage.__pydantic_validator__.validate_python
+_new_Hop = Hop.__pydantic_validator__.validate_python
+_new_Cost = Cost.__pydantic_validator__.validate_python
+_new_Trajectory = Trajectory.__pydantic_validator__.validate_python
+
+
 # --------------------------------------------------------------------------------------------
 # value coercion (tolerant: a value of the wrong type counts as absent)
 # --------------------------------------------------------------------------------------------
@@ -163,7 +182,7 @@ def decode_json(value: Any, mime_type: Any = None) -> Any:
     if mime_type != "application/json" and not stripped.startswith(("{", "[", '"')):
         return value
     try:
-        return json.loads(stripped)
+        return _loads(stripped)
     except ValueError:
         return value
 
@@ -232,12 +251,23 @@ def datetime_from_ns(ns: int | None) -> datetime | None:
     """A UTC datetime (microsecond precision) from epoch nanoseconds; None for 0 or None."""
     if not ns:
         return None
+    if type(ns) is int:  # the same instant as fromtimestamp(seconds) + the microseconds, faster
+        try:
+            return _EPOCH + timedelta(microseconds=ns // 1000)
+        except OverflowError:
+            pass  # out of range: the error of the general form below
     seconds, rest = divmod(ns, 1_000_000_000)
     return datetime.fromtimestamp(seconds, UTC) + timedelta(microseconds=rest // 1000)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+_STATUSES = {"OK": Status.OK, "ERROR": Status.ERROR}
+
+
 def _status(code: str) -> Status:
-    return {"OK": Status.OK, "ERROR": Status.ERROR}.get(code, Status.UNSET)
+    return _STATUSES.get(code, Status.UNSET)
 
 
 def _error(span: SpanRecord) -> str | None:
@@ -255,7 +285,8 @@ def _error(span: SpanRecord) -> str | None:
 
 def _oi_metadata(attrs: Mapping[str, Any]) -> dict[str, Any]:
     """OpenInference's ``metadata`` attribute: a JSON object holding the ``langgraph_*`` keys."""
-    return _json_dict(attrs.get(A.METADATA))
+    raw = attrs.get(A.METADATA)
+    return {} if raw is None else _json_dict(raw)
 
 
 # --------------------------------------------------------------------------------------------
@@ -346,17 +377,21 @@ def _depths(facts: Sequence[SpanFacts]) -> dict[str, int]:
     return depth
 
 
-def _ordered(facts: Sequence[SpanFacts]) -> list[SpanFacts]:
-    """Start order; on equal start times parents come before children, then by span id."""
-    depth = _depths(facts)
+def _ordered(facts: Sequence[SpanFacts], depth: Mapping[str, int] | None = None) -> list[SpanFacts]:
+    """Start order; on equal start times parents come before children, then by span id.
+    ``depth``: :func:`_depths` of ``facts``, where the caller has it."""
+    depth = _depths(facts) if depth is None else depth
     return sorted(facts, key=lambda f: (f.start_time_ns, depth[f.span_id], f.span_id))
 
 
 def _outermost(
-    facts: Sequence[SpanFacts], root_id: str | None, keep: Callable[[SpanFacts], bool]
+    facts: Sequence[SpanFacts],
+    root_id: str | None,
+    keep: Callable[[SpanFacts], bool],
+    depth: Mapping[str, int] | None = None,
 ) -> SpanFacts | None:
     """The shallowest, then earliest, node span (other than the root) that ``keep`` accepts."""
-    depth = _depths(facts)
+    depth = _depths(facts) if depth is None else depth
     nodes = [f for f in facts if f.type == "node" and f.span_id != root_id and keep(f)]
     return min(nodes, key=lambda f: (depth[f.span_id], f.start_time_ns, f.span_id), default=None)
 
@@ -404,7 +439,18 @@ def summarize_run(run_id: str, facts: Sequence[SpanFacts], root: SpanRecord | No
 
     Gives the same ``answer``, ``n_hops``, ``status`` and times as :func:`build_trajectory`.
     """
-    ordered = _ordered(facts)
+    depth = _depths(facts)
+    return _summarize(run_id, facts, root, _ordered(facts, depth), depth)
+
+
+def _summarize(
+    run_id: str,
+    facts: Sequence[SpanFacts],
+    root: SpanRecord | None,
+    ordered: Sequence[SpanFacts],
+    depth: Mapping[str, int],
+) -> RunFacts:
+    """:func:`summarize_run` with ``facts``' start order and depths already worked out."""
     root_id = root.span_id if root is not None else None
     steps = [f for f in ordered if f.type in STEP_TYPES and f.span_id != root_id]
     hop_spans = [f for f in ordered if f.type == "hop" and f.span_id != root_id]
@@ -418,7 +464,7 @@ def summarize_run(run_id: str, facts: Sequence[SpanFacts], root: SpanRecord | No
     answers = [f.answer_text for f in steps if f.type == "answer" and f.answer_text is not None]
     answer = answers[-1] if answers else (_output_answer(root.attributes) if root is not None else None)
     if answer is None:  # foreign traces: the outermost agent/chain span's output
-        outermost = _outermost(facts, root_id, lambda f: f.answer_text is not None)
+        outermost = _outermost(facts, root_id, lambda f: f.answer_text is not None, depth)
         answer = outermost.answer_text if outermost is not None else None
     if root is not None:
         started, ended = root.start_time_ns or None, root.end_time_ns
@@ -496,6 +542,7 @@ class _KeyPlan:
     extra: tuple[str, ...]
     documents: tuple[tuple[str, int, str], ...]
     messages: tuple[tuple[str, str, int, int | None], ...]
+    json_lists: bool = False  # whether ``extra`` holds a key of JSON_LIST_ATTRIBUTES
 
 
 _PLANS: dict[tuple[str, tuple[str, ...]], _KeyPlan] = {}
@@ -527,15 +574,20 @@ def _key_plan(attrs: Mapping[str, Any], kind: str) -> _KeyPlan:
         if key in consumed or (kind == "retrieval" and doc) or (kind == "llm" and (message or message_part)):
             continue
         extra.append(key)
-    plan = _KeyPlan(tuple(extra), tuple(documents), tuple(messages))
+    plan = _KeyPlan(
+        tuple(extra), tuple(documents), tuple(messages), not JSON_LIST_ATTRIBUTES.isdisjoint(extra)
+    )
     if len(_PLANS) < _MAX_PLANS:
         _PLANS[(kind, keys)] = plan
     return plan
 
 
-def _extra_attributes(attrs: Mapping[str, Any], kind: str) -> dict[str, Any]:
+def _extra_attributes(attrs: Mapping[str, Any], kind: str, plan: _KeyPlan | None = None) -> dict[str, Any]:
+    plan = plan or _key_plan(attrs, kind)
+    if not plan.json_lists:
+        return {key: attrs[key] for key in plan.extra}
     out = {}
-    for key in _key_plan(attrs, kind).extra:
+    for key in plan.extra:
         value = attrs[key]
         if key in JSON_LIST_ATTRIBUTES and isinstance(value, str):
             decoded = decode_json(value, "application/json")
@@ -571,10 +623,10 @@ def _own_id(raw: Any, text: str) -> Any:
     return None
 
 
-def _documents(span: SpanRecord) -> list[Document]:
+def _documents(span: SpanRecord, plan: _KeyPlan | None = None) -> list[Document]:
     fields: dict[int, dict[str, Any]] = {}
     attrs = span.attributes
-    for key, index, field in _key_plan(attrs, "retrieval").documents:
+    for key, index, field in (plan or _key_plan(attrs, "retrieval")).documents:
         fields.setdefault(index, {})[field] = attrs[key]
     listed: list[Any] | None = None
     docs = []
@@ -598,22 +650,34 @@ def _documents(span: SpanRecord) -> list[Document]:
             score = _float(meta.get("score"))
         source = meta.get("source")
         docs.append(
-            Document(
-                id=str(doc_id),
-                text=text,
-                score=score,
-                source=source if isinstance(source, str) else None,
-                metadata=meta,
+            _new_Document(
+                dict(
+                    id=str(doc_id),
+                    text=text,
+                    score=score,
+                    source=source if isinstance(source, str) else None,
+                    metadata=meta,
+                )
             )
         )
     return docs
 
 
-def _messages(attrs: Mapping[str, Any], direction: str) -> list[Message]:
+def _messages(attrs: Mapping[str, Any], direction: str, plan: _KeyPlan | None = None) -> list[Message]:
+    return [
+        _new_Message({"role": role, "content": content})
+        for role, content in _message_texts(attrs, direction, plan)
+    ]
+
+
+def _message_texts(
+    attrs: Mapping[str, Any], direction: str, plan: _KeyPlan | None = None
+) -> list[tuple[str, str]]:
+    """The (role, content) of each message of ``direction`` (input / output), in index order."""
     roles: dict[int, str] = {}
     contents: dict[int, str] = {}
     parts: dict[int, dict[int, str]] = {}
-    for key, which, index, part in _key_plan(attrs, "llm").messages:
+    for key, which, index, part in (plan or _key_plan(attrs, "llm")).messages:
         if which != direction:
             continue
         value = _str(attrs[key]) or ""
@@ -628,7 +692,7 @@ def _messages(attrs: Mapping[str, Any], direction: str) -> list[Message]:
         content = contents.get(index)
         if content is None:
             content = "\n".join(text for _, text in sorted(parts.get(index, {}).items()))
-        out.append(Message(role=roles.get(index, "unknown"), content=content))
+        out.append((roles.get(index, "unknown"), content))
     return out
 
 
@@ -646,32 +710,41 @@ def _tool_args(span: SpanRecord, declared: bool) -> dict[str, Any]:
     return decoded if isinstance(decoded, dict) else {"input": decoded}
 
 
-def _common(span: SpanRecord, kind: str) -> dict[str, Any]:
+def _common(
+    span: SpanRecord, kind: str, meta: Mapping[str, Any] | None = None, plan: _KeyPlan | None = None
+) -> dict[str, Any]:
     attrs = span.attributes
-    meta = _oi_metadata(attrs)
-    checkpoint_ns = (
-        attrs.get(A.CAUSAL_CHECKPOINT_NS) or meta.get("langgraph_checkpoint_ns") or meta.get("checkpoint_ns")
-    )
+    meta = _oi_metadata(attrs) if meta is None else meta
+    if meta:
+        checkpoint_ns = (
+            attrs.get(A.CAUSAL_CHECKPOINT_NS)
+            or meta.get("langgraph_checkpoint_ns")
+            or meta.get("checkpoint_ns")
+        )
+        langgraph_step = attrs.get(A.CAUSAL_LANGGRAPH_STEP, meta.get("langgraph_step"))
+    else:  # the same, with no metadata to fall back on
+        checkpoint_ns = attrs.get(A.CAUSAL_CHECKPOINT_NS) or None
+        langgraph_step = attrs.get(A.CAUSAL_LANGGRAPH_STEP)
     return {
         "step_id": span.span_id,
         "name": span.name,
-        "langgraph_step": _int(attrs.get(A.CAUSAL_LANGGRAPH_STEP, meta.get("langgraph_step"))),
+        "langgraph_step": _int(langgraph_step),
         "checkpoint_id": _str(attrs.get(A.CAUSAL_CHECKPOINT_ID)),
         "checkpoint_ns": _str(checkpoint_ns),
         "start_time": datetime_from_ns(span.start_time_ns),
         "end_time": datetime_from_ns(span.end_time_ns),
-        "status": _status(span.status_code),
-        "error": _error(span),
-        "attributes": _extra_attributes(attrs, kind),
+        "status": _STATUSES.get(span.status_code, Status.UNSET),
+        "error": _error(span) if span.status_code == "ERROR" else None,
+        "attributes": _extra_attributes(attrs, kind, plan),
     }
 
 
-def _declared_node(span: SpanRecord, kind: str) -> str | None:
+def _declared_node(span: SpanRecord, kind: str, meta: Mapping[str, Any] | None = None) -> str | None:
     attrs = span.attributes
     node = attrs.get(A.CAUSAL_NODE)
     if isinstance(node, str) and node:
         return node
-    meta_node = _oi_metadata(attrs).get("langgraph_node")
+    meta_node = (_oi_metadata(attrs) if meta is None else meta).get("langgraph_node")
     if isinstance(meta_node, str) and meta_node:
         return meta_node
     return span.name if kind == "node" else None
@@ -683,22 +756,25 @@ def _build_step(
     declared: bool,
     node_input: Any = _UNRESOLVED,
     placement: Mapping[str, Any] | None = None,
+    meta: Mapping[str, Any] | None = None,
 ) -> Any:
     """``node_input``: a node's input already resolved from its references (not decoded again);
-    ``placement``: the step's ``parent_step_id``, ``node`` and ``hop``, known to the builder."""
+    ``placement``: the step's ``parent_step_id``, ``node`` and ``hop``, known to the builder;
+    ``meta``: the span's :func:`_oi_metadata`, where the builder has it."""
     attrs = span.attributes
-    common = _common(span, kind)
+    plan = _key_plan(attrs, kind)
+    common = _common(span, kind, meta, plan)
     if placement:
         common.update(placement)
-    if kind == "node":
-        return NodeStep(
-            **common,
-            input=decode_json(attrs.get(A.INPUT_VALUE), attrs.get(A.INPUT_MIME_TYPE))
+    if kind == "node":  # the step's fields filled into ``common`` itself (validation copies nothing back)
+        common["input"] = (
+            decode_json(attrs.get(A.INPUT_VALUE), attrs.get(A.INPUT_MIME_TYPE))
             if node_input is _UNRESOLVED
-            else node_input,
-            output=decode_json(attrs.get(A.OUTPUT_VALUE), attrs.get(A.OUTPUT_MIME_TYPE)),
-            side_effecting=_bool(attrs.get(A.CAUSAL_NODE_SIDE_EFFECTING)),
+            else node_input
         )
+        common["output"] = decode_json(attrs.get(A.OUTPUT_VALUE), attrs.get(A.OUTPUT_MIME_TYPE))
+        common["side_effecting"] = _bool(attrs.get(A.CAUSAL_NODE_SIDE_EFFECTING))
+        return _new_NodeStep(common)
     if kind == "retrieval":
         raw_query = decode_json(attrs.get(A.INPUT_VALUE), attrs.get(A.INPUT_MIME_TYPE))
         if isinstance(raw_query, dict) and raw_query.get("query") is not None:
@@ -708,14 +784,16 @@ def _build_step(
             query = _text(attrs.get(A.GEN_AI_RETRIEVAL_QUERY_TEXT)) or _text(
                 attrs.get(A.CAUSAL_HOP_SUB_QUERY)
             )
-        return RetrievalStep(
-            **common,
-            query=query or "",
-            retriever=_str(attrs.get(A.CAUSAL_RETRIEVER_NAME)) or span.name,
-            documents=_documents(span),
+        return _new_RetrievalStep(
+            _with(
+                common,
+                query=query or "",
+                retriever=_str(attrs.get(A.CAUSAL_RETRIEVER_NAME)) or span.name,
+                documents=_documents(span, plan),
+            )
         )
     if kind == "llm":
-        outputs = [m.content for m in _messages(attrs, "output") if m.content]
+        outputs = [content for _, content in _message_texts(attrs, "output", plan) if content]
         output = "\n".join(outputs) if outputs else (_text(attrs.get(A.OUTPUT_VALUE)) or "")
         params = _json_dict(attrs.get(A.LLM_INVOCATION_PARAMETERS))
         for key, attr in (("temperature", A.GEN_AI_REQUEST_TEMPERATURE), ("seed", A.GEN_AI_REQUEST_SEED)):
@@ -723,45 +801,57 @@ def _build_step(
                 params[key] = attrs[attr]
         input_tokens = _int(attrs.get(A.GEN_AI_USAGE_INPUT_TOKENS))
         output_tokens = _int(attrs.get(A.GEN_AI_USAGE_OUTPUT_TOKENS))
-        return LLMStep(
-            **common,
-            model=_str(attrs.get(A.LLM_MODEL_NAME) or attrs.get(A.GEN_AI_REQUEST_MODEL)),
-            provider=_str(attrs.get(A.LLM_PROVIDER) or attrs.get(A.GEN_AI_PROVIDER_NAME)),
-            messages=_messages(attrs, "input"),
-            output=output,
-            usage=Usage(
-                input_tokens=max(
-                    0,
-                    input_tokens
-                    if input_tokens is not None
-                    else _int(attrs.get(A.LLM_TOKEN_COUNT_PROMPT)) or 0,
+        return _new_LLMStep(
+            _with(
+                common,
+                model=_str(attrs.get(A.LLM_MODEL_NAME) or attrs.get(A.GEN_AI_REQUEST_MODEL)),
+                provider=_str(attrs.get(A.LLM_PROVIDER) or attrs.get(A.GEN_AI_PROVIDER_NAME)),
+                messages=_messages(attrs, "input", plan),
+                output=output,
+                usage=Usage(
+                    input_tokens=max(
+                        0,
+                        input_tokens
+                        if input_tokens is not None
+                        else _int(attrs.get(A.LLM_TOKEN_COUNT_PROMPT)) or 0,
+                    ),
+                    output_tokens=max(
+                        0,
+                        output_tokens
+                        if output_tokens is not None
+                        else _int(attrs.get(A.LLM_TOKEN_COUNT_COMPLETION)) or 0,
+                    ),
                 ),
-                output_tokens=max(
-                    0,
-                    output_tokens
-                    if output_tokens is not None
-                    else _int(attrs.get(A.LLM_TOKEN_COUNT_COMPLETION)) or 0,
-                ),
-            ),
-            invocation_parameters=params,
+                invocation_parameters=params,
+            )
         )
     if kind == "tool":
-        return ToolStep(
-            **common,
-            tool_name=_str(attrs.get(A.TOOL_NAME) or attrs.get(A.GEN_AI_TOOL_NAME)) or span.name,
-            call_id=_str(attrs.get(A.TOOL_ID) or attrs.get(A.GEN_AI_TOOL_CALL_ID)),
-            args=_tool_args(span, declared),
-            output=_text(attrs.get(A.OUTPUT_VALUE), attrs.get(A.OUTPUT_MIME_TYPE)) or "",
-            side_effecting=_bool(attrs.get(A.CAUSAL_TOOL_SIDE_EFFECTING)),
+        return _new_ToolStep(
+            _with(
+                common,
+                tool_name=_str(attrs.get(A.TOOL_NAME) or attrs.get(A.GEN_AI_TOOL_NAME)) or span.name,
+                call_id=_str(attrs.get(A.TOOL_ID) or attrs.get(A.GEN_AI_TOOL_CALL_ID)),
+                args=_tool_args(span, declared),
+                output=_text(attrs.get(A.OUTPUT_VALUE), attrs.get(A.OUTPUT_MIME_TYPE)) or "",
+                side_effecting=_bool(attrs.get(A.CAUSAL_TOOL_SIDE_EFFECTING)),
+            )
         )
     if kind == "decision":
-        return DecisionStep(
-            **common,
-            choice=_str(attrs.get(A.CAUSAL_DECISION_CHOICE)),
-            options=[_str(o) or "" for o in _json_list(attrs.get(A.CAUSAL_DECISION_OPTIONS))],
+        return _new_DecisionStep(
+            _with(
+                common,
+                choice=_str(attrs.get(A.CAUSAL_DECISION_CHOICE)),
+                options=[_str(o) or "" for o in _json_list(attrs.get(A.CAUSAL_DECISION_OPTIONS))],
+            )
         )
     facts = span_facts(span)
-    return AnswerStep(**common, answer=facts.answer_text or "")
+    return _new_AnswerStep(_with(common, answer=facts.answer_text or ""))
+
+
+def _with(fields: dict[str, Any], **more: Any) -> dict[str, Any]:
+    """``fields`` with ``more`` added (in place: the dict is the step's own)."""
+    fields.update(more)
+    return fields
 
 
 # --------------------------------------------------------------------------------------------
@@ -812,21 +902,27 @@ def _nearest_steps(facts: Sequence[SpanFacts], step_ids: set[str]) -> dict[str, 
     return out
 
 
-def _run_input(root: SpanRecord, by_id: Mapping[str, SpanRecord], facts: Sequence[SpanFacts]) -> Any:
+def _run_input(
+    root: SpanRecord, by_id: Mapping[str, SpanRecord], facts: Sequence[SpanFacts], depth: Mapping[str, int]
+) -> Any:
     """The root's ``input.value``; for foreign traces whose root has none, the outermost node's."""
     source = root
     if A.INPUT_VALUE not in root.attributes:
-        outermost = _outermost(facts, root.span_id, lambda f: A.INPUT_VALUE in by_id[f.span_id].attributes)
+        outermost = _outermost(
+            facts, root.span_id, lambda f: A.INPUT_VALUE in by_id[f.span_id].attributes, depth
+        )
         source = by_id[outermost.span_id] if outermost is not None else root
     return decode_json(source.attributes.get(A.INPUT_VALUE), source.attributes.get(A.INPUT_MIME_TYPE))
 
 
 def _input_refs(span: SpanRecord) -> list[list[Any]] | None:
     refs = _json_list(span.attributes.get(A.CAUSAL_NODE_INPUT_REFS))
-    ok = all(
-        isinstance(r, list) and len(r) == 3 and isinstance(r[0], str) and isinstance(r[1], str) for r in refs
-    )
-    return refs if refs and ok else None
+    if not refs:
+        return None
+    for r in refs:
+        if not (isinstance(r, list) and len(r) == 3 and isinstance(r[0], str) and isinstance(r[1], str)):
+            return None
+    return refs
 
 
 def resolve_node_inputs(node_spans: Sequence[SpanRecord]) -> dict[str, dict[str, Any]]:
@@ -904,29 +1000,34 @@ def build_trajectory(
             "(no span of causal.span.type=run and none without a parent; the run may still be in progress)"
         )
     root = by_id[root_facts.span_id]
-    ordered = _ordered(list(facts.values()))
+    fact_list = list(facts.values())
+    depth = _depths(fact_list)
+    ordered = _ordered(fact_list, depth)
 
     types = {f.span_id: f.type for f in ordered if f.type is not None and f.span_id != root.span_id}
     step_ids = {span_id for span_id, kind in types.items() if kind in STEP_TYPES}
     hop_spans = [f for f in ordered if types.get(f.span_id) == "hop"]
     hop_span_index = _hop_span_indices(hop_spans)
 
-    # nearest step / hop / node ancestors, walking the parent chain within the run
-    def ancestors(span_id: str) -> Iterable[str]:
+    # nearest step and hop ancestors, one walk up the parent chain within the run
+    parent_step: dict[str, str | None] = {}
+    enclosing_hop: dict[str, int | None] = {}
+    for span_id in step_ids:
+        step_parent: str | None = None
+        hop: int | None = None
         seen = {span_id}
         parent = by_id[span_id].parent_span_id
         while parent is not None and parent in by_id and parent not in seen:
             seen.add(parent)
-            yield parent
+            if step_parent is None and parent in step_ids:
+                step_parent = parent
+            if hop is None and parent in hop_span_index:
+                hop = hop_span_index[parent]
+            if step_parent is not None and hop is not None:
+                break
             parent = by_id[parent].parent_span_id
-
-    parent_step: dict[str, str | None] = {}
-    enclosing_hop: dict[str, int | None] = {}
-    for span_id in step_ids:
-        parent_step[span_id] = next((a for a in ancestors(span_id) if a in step_ids), None)
-        enclosing_hop[span_id] = next(
-            (hop_span_index[a] for a in ancestors(span_id) if a in hop_span_index), None
-        )
+        parent_step[span_id] = step_parent
+        enclosing_hop[span_id] = hop
 
     if hop_spans or any(facts[s].hop_index is not None for s in step_ids):
         hop_of = {
@@ -948,63 +1049,75 @@ def build_trajectory(
     )
     steps: list[Any] = []
     node_of: dict[str, str | None] = {}
+    by_hop: dict[int, list[Any]] = {}
     for f in ordered:
-        if f.span_id not in step_ids:
+        span_id = f.span_id
+        if span_id not in step_ids:
             continue
-        span = by_id[f.span_id]
-        kind = types[f.span_id]
+        span = by_id[span_id]
+        kind = types[span_id]
         declared = span.attributes.get(A.CAUSAL_SPAN_TYPE) == kind
-        node = _declared_node(span, kind)
-        if node is None and parent_step[f.span_id] is not None:
-            node = node_of.get(parent_step[f.span_id])  # type: ignore[arg-type]
-        node_of[f.span_id] = node
-        placement = {"parent_step_id": parent_step[f.span_id], "node": node, "hop": hop_of.get(f.span_id)}
-        steps.append(_build_step(span, kind, declared, node_inputs.get(f.span_id, _UNRESOLVED), placement))
+        meta = _oi_metadata(span.attributes)
+        node = _declared_node(span, kind, meta)
+        step_parent = parent_step[span_id]
+        if node is None and step_parent is not None:
+            node = node_of.get(step_parent)
+        node_of[span_id] = node
+        placement = {"parent_step_id": step_parent, "node": node, "hop": hop_of.get(span_id)}
+        step = _build_step(span, kind, declared, node_inputs.get(span_id, _UNRESOLVED), placement, meta)
+        steps.append(step)
+        if step.hop is not None:
+            by_hop.setdefault(step.hop, []).append(step)
 
     hops: list[Hop] = []
-    indices = sorted(set(hop_span_index.values()) | {s.hop for s in steps if s.hop is not None})
+    indices = sorted(set(hop_span_index.values()) | set(by_hop))
     hop_span_by_index: dict[int, SpanRecord] = {}
     for span_id, index in hop_span_index.items():
         hop_span_by_index.setdefault(index, by_id[span_id])
     for index in indices:
-        hop_steps = [s for s in steps if s.hop == index]
+        hop_steps = by_hop.get(index, [])
         hop_span = hop_span_by_index.get(index)
         sub_query = _text(hop_span.attributes.get(A.CAUSAL_HOP_SUB_QUERY)) if hop_span is not None else None
         hops.append(
-            Hop(
-                index=index,
-                sub_query=sub_query or hop_sub_query(hop_steps),
-                documents=[d for s in hop_steps if s.kind == "retrieval" for d in s.documents],
-                steps=hop_steps,
-                span_id=hop_span.span_id if hop_span is not None else None,
+            _new_Hop(
+                dict(
+                    index=index,
+                    sub_query=sub_query or hop_sub_query(hop_steps),
+                    documents=[d for s in hop_steps if s.kind == "retrieval" for d in s.documents],
+                    steps=hop_steps,
+                    span_id=hop_span.span_id if hop_span is not None else None,
+                )
             )
         )
 
-    summary = summarize_run(run_id, list(facts.values()), root)
+    summary = _summarize(run_id, fact_list, root, ordered, depth)
     llm_steps = [s for s in steps if s.kind == "llm"]
     attrs = root.attributes
-    return Trajectory(
-        run_id=run_id,
-        thread_id=summary.thread_id,
-        graph=summary.graph,
-        input=_run_input(root, by_id, list(facts.values())),
-        answer=summary.answer,
-        reference=summary.reference,
-        outcome=summary.outcome,
-        status=summary.status,
-        error=_error(root),
-        started_at=datetime_from_ns(summary.started_at_ns),
-        ended_at=datetime_from_ns(summary.ended_at_ns),
-        cost=Cost(
-            input_tokens=sum(s.usage.input_tokens for s in llm_steps),
-            output_tokens=sum(s.usage.output_tokens for s in llm_steps),
-            llm_calls=len(llm_steps),
-            tool_calls=sum(1 for s in steps if s.kind == "tool"),
-            retrievals=sum(1 for s in steps if s.kind == "retrieval"),
-        ),
-        labels=summary.labels,
-        lineage=summary.lineage,
-        hops=hops,
-        steps=steps,
-        metadata=_json_dict(attrs.get(A.METADATA)),
+    trajectory: Trajectory = _new_Trajectory(
+        dict(
+            run_id=run_id,
+            thread_id=summary.thread_id,
+            graph=summary.graph,
+            input=_run_input(root, by_id, fact_list, depth),
+            answer=summary.answer,
+            reference=summary.reference,
+            outcome=summary.outcome,
+            status=summary.status,
+            error=_error(root),
+            started_at=datetime_from_ns(summary.started_at_ns),
+            ended_at=datetime_from_ns(summary.ended_at_ns),
+            cost=Cost(
+                input_tokens=sum(s.usage.input_tokens for s in llm_steps),
+                output_tokens=sum(s.usage.output_tokens for s in llm_steps),
+                llm_calls=len(llm_steps),
+                tool_calls=sum(1 for s in steps if s.kind == "tool"),
+                retrievals=sum(1 for s in steps if s.kind == "retrieval"),
+            ),
+            labels=summary.labels,
+            lineage=summary.lineage,
+            hops=hops,
+            steps=steps,
+            metadata=_json_dict(attrs.get(A.METADATA)),
+        )
     )
+    return trajectory

@@ -25,6 +25,7 @@ from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Any
 
 from causal_middleware.spans import attributes as A
+from causal_middleware.spans._json import decode, loads_utf8
 from causal_middleware.spans.record import SpanRecord
 from causal_middleware.store.base import StoreError
 
@@ -276,14 +277,21 @@ def pack_json(text: str) -> str | bytes:
     return _deflate(data)
 
 
-_DECODE = json.JSONDecoder().decode
-
-
 def unpack_json(value: str | bytes) -> Any:
     if isinstance(value, bytes):
         raw = _inflate(value) if value[:1] == _DEFLATED else value
-        return _DECODE(raw.decode("utf-8", "surrogatepass"))
-    return _DECODE(value)
+        return loads_utf8(raw)
+    return decode(value)
+
+
+def unpack_attributes(value: str | bytes) -> tuple[Any, bool]:
+    """``unpack_json(value)``, and whether the text may hold a blob reference. A reference's key
+    holds a NUL character, which JSON can only write as the ``\\u0000`` escape: a text without one
+    holds no reference (a text with one may, or may only hold that escape elsewhere)."""
+    if isinstance(value, bytes):
+        raw = _inflate(value) if value[:1] == _DEFLATED else value
+        return loads_utf8(raw), b"\\u0000" in raw
+    return decode(value), "\\u0000" in value
 
 
 def blob_value(text: str) -> bytes:

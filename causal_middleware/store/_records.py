@@ -10,9 +10,12 @@ equal to the validated one, field by field, with the same fields-set.
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Sequence
 from typing import Any, get_args
 
+from causal_middleware.spans.builder import SpanFacts
 from causal_middleware.spans.record import SpanEvent, SpanLink, SpanRecord
 
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
@@ -77,22 +80,6 @@ def span_record(
     ``events``, ``links`` and ``resource`` must be the caller's own objects (they are kept)."""
     event_models = _items(events, SpanEvent, _EVENT_FIELDS, _EVENT_TYPES)
     link_models = _items(links, SpanLink, _LINK_FIELDS, _LINK_TYPES)
-    values = {
-        "trace_id": trace_id,
-        "span_id": span_id,
-        "parent_span_id": parent_span_id,
-        "name": name,
-        "kind": kind,
-        "start_time_ns": start_time_ns,
-        "end_time_ns": end_time_ns,
-        "status_code": status_code,
-        "status_message": status_message,
-        "attributes": attributes,
-        "events": events,
-        "links": links,
-        "resource": resource,
-        "scope": scope,
-    }
     if (
         type(trace_id) is str
         and _TRACE_ID.fullmatch(trace_id)
@@ -114,9 +101,43 @@ def span_record(
         and (scope is None or type(scope) is str)
     ):
         return _built(  # type: ignore[no-any-return]
-            SpanRecord, {**values, "events": event_models, "links": link_models}, _RECORD_FIELDS
+            SpanRecord,
+            {
+                "trace_id": trace_id,
+                "span_id": span_id,
+                "parent_span_id": parent_span_id,
+                "name": name,
+                "kind": kind,
+                "start_time_ns": start_time_ns,
+                "end_time_ns": end_time_ns,
+                "status_code": status_code,
+                "status_message": status_message,
+                "attributes": attributes,
+                "events": event_models,
+                "links": link_models,
+                "resource": resource,
+                "scope": scope,
+            },
+            _RECORD_FIELDS,
         )
-    return SpanRecord.model_validate(values)
+    return SpanRecord.model_validate(
+        {
+            "trace_id": trace_id,
+            "span_id": span_id,
+            "parent_span_id": parent_span_id,
+            "name": name,
+            "kind": kind,
+            "start_time_ns": start_time_ns,
+            "end_time_ns": end_time_ns,
+            "status_code": status_code,
+            "status_message": status_message,
+            "attributes": attributes,
+            "events": events,
+            "links": links,
+            "resource": resource,
+            "scope": scope,
+        }
+    )
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -194,3 +215,46 @@ def reread(record: SpanRecord) -> SpanRecord | None:
         resource,
         record.scope,
     )
+
+
+_FACT_FIELDS = (
+    "span_id",
+    "parent_span_id",
+    "start_time_ns",
+    "end_time_ns",
+    "type",
+    "declared_run",
+    "hop_index",
+    "answer_text",
+)
+# SpanFacts is a plain frozen dataclass of these fields: its __init__ only sets them, in order
+_PLAIN_FACTS = (
+    tuple(f.name for f in dataclasses.fields(SpanFacts)) == _FACT_FIELDS
+    and not hasattr(SpanFacts, "__post_init__")
+    and not hasattr(SpanFacts, "__slots__")
+    and all(f.init for f in dataclasses.fields(SpanFacts))
+)
+
+
+def row_facts(row: Sequence[Any]) -> SpanFacts:
+    """The facts stored beside a span row (span id, parent, start, end at 1, 2, 5, 6; type,
+    declared run, hop, answer at 14-17): what ``SpanFacts(...)`` of them makes, without the
+    frozen ``__init__``'s eight ``object.__setattr__`` calls."""
+    if not _PLAIN_FACTS:  # pragma: no cover - only if SpanFacts grows a hook or a field
+        return SpanFacts(row[1], row[2], row[5], row[6], row[14], bool(row[15]), row[16], row[17])
+    facts = _new(SpanFacts)
+    _set(
+        facts,
+        "__dict__",
+        {
+            "span_id": row[1],
+            "parent_span_id": row[2],
+            "start_time_ns": row[5],
+            "end_time_ns": row[6],
+            "type": row[14],
+            "declared_run": bool(row[15]),
+            "hop_index": row[16],
+            "answer_text": row[17],
+        },
+    )
+    return facts  # type: ignore[no-any-return]

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any, ClassVar, cast
 from urllib.parse import quote
 
+from causal_middleware.spans._json import loads
 from causal_middleware.spans.builder import (
     RunFacts,
     SpanFacts,
@@ -85,9 +86,10 @@ from causal_middleware.store._packing import (
     decoded_names,
     lift_blobs,
     pack_json,
+    unpack_attributes,
     unpack_json,
 )
-from causal_middleware.store._records import reread, span_record
+from causal_middleware.store._records import reread, row_facts, span_record
 from causal_middleware.store.base import (
     RunSummary,
     SpanStore,
@@ -304,6 +306,17 @@ def _restore(attributes: dict[str, Any], texts: Mapping[str, str]) -> dict[str, 
     return dict(zip(names, values, strict=True))
 
 
+def _restored(attributes: dict[str, Any], refs: Sequence[int], texts: Mapping[str, str]) -> dict[str, Any]:
+    """``_restore(attributes, texts)`` where ``refs`` are the positions of every value that is a
+    one-key map holding a string under the blob key, and no other value holds a map or list there."""
+    values = list(attributes.values())
+    for at in refs:
+        digest = values[at][BLOB_KEY]
+        if digest in texts:
+            values[at] = texts[digest]
+    return dict(zip(decoded_names(tuple(attributes)), values, strict=True))
+
+
 def _resource(text: str, parsed: dict[str, Any]) -> dict[str, Any]:
     """The resource of one decoded span. A flat resource (the usual: strings and numbers) is
     parsed once per read and each span gets its own copy of the dict (validation copies it); a
@@ -311,7 +324,7 @@ def _resource(text: str, parsed: dict[str, Any]) -> dict[str, Any]:
     hit = parsed.get(text)
     if hit is not None:
         return cast(dict[str, Any], hit)
-    value = json.loads(text)
+    value = loads(text) if type(text) is str else json.loads(text)
     if isinstance(value, dict) and not any(isinstance(v, dict | list) for v in value.values()):
         parsed[text] = value
     return cast(dict[str, Any], value)
@@ -850,19 +863,7 @@ class SqliteSpanStore(SpanStore):
             ).fetchall()
         if not rows:
             raise KeyError(f"unknown run {run_id!r}: span store {self.path} has no spans of it")
-        facts = {
-            row[1]: SpanFacts(
-                span_id=row[1],
-                parent_span_id=row[2],
-                start_time_ns=row[5],
-                end_time_ns=row[6],
-                type=row[14],
-                declared_run=bool(row[15]),
-                hop_index=row[16],
-                answer_text=row[17],
-            )
-            for row in rows
-        }
+        facts = {row[1]: row_facts(row) for row in rows}
         return self._decode_rows(rows), facts
 
     def _remember_blobs(self, digests: Iterable[str]) -> None:
@@ -892,29 +893,34 @@ class SqliteSpanStore(SpanStore):
         decoded = []
         wanted: set[str] = set()
         for row in rows:
-            attributes = unpack_json(row[9])
+            attributes, may_refer = unpack_attributes(row[9])
             resource = row[12]
             if isinstance(resource, str) and resource.startswith(RESOURCE_PREFIX):
                 wanted.add(resource[1:])
-            refs = False
-            for value in attributes.values():
-                if type(value) is dict and len(value) == 1:
-                    digest = value.get(BLOB_KEY)
-                    if isinstance(digest, str):
-                        wanted.add(digest)
-                        refs = True
-            decoded.append((row, attributes, refs))
+            refs: list[int] = []  # where the blob references are
+            odd = False  # a reference-like value _restore alone handles (it raises on it)
+            if may_refer or type(attributes) is not dict:  # (not a dict: fails here, as it always did)
+                for at, value in enumerate(attributes.values()):
+                    if type(value) is dict and len(value) == 1:
+                        digest = value.get(BLOB_KEY)
+                        if isinstance(digest, str):
+                            wanted.add(digest)
+                            refs.append(at)
+                        elif isinstance(digest, dict | list):
+                            odd = True
+            decoded.append((row, attributes, refs, odd))
         texts: dict[str, str] = {}
         if wanted:
             with self._lock, self._reading("reading stored values"):
                 texts = self._blob_texts(wanted) if self._has_blobs() else {}
         resources: dict[str, Any] = {}  # a run's spans share one resource: parsed once
         out = []
-        for row, attributes, refs in decoded:
+        for row, attributes, refs, odd in decoded:
             resource = row[12]
             if isinstance(resource, str) and resource.startswith(RESOURCE_PREFIX):
                 resource = texts.get(resource[1:], "{}")
-            resource = _resource(resource, resources)
+            hit = resources.get(resource)
+            resource = _resource(resource, resources) if hit is None else hit
             events = row[10]
             links = row[11]
             out.append(
@@ -928,11 +934,13 @@ class SqliteSpanStore(SpanStore):
                     row[6],
                     row[7],
                     row[8],
-                    _restore(attributes, texts)
+                    _restored(attributes, refs, texts)
+                    if refs and not odd
+                    else _restore(attributes, texts)
                     if refs
                     else dict(zip(decoded_names(tuple(attributes)), attributes.values(), strict=True)),
                     [] if events == "[]" else unpack_json(events),
-                    [] if links == "[]" else json.loads(links),
+                    [] if links == "[]" else loads(links) if type(links) is str else json.loads(links),
                     dict(resource) if type(resource) is dict else resource,  # each span its own
                     row[13],
                 )
