@@ -5,10 +5,11 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from causal_middleware.context.conversation import Conversation, ConversationNode, NodeType
-from causal_middleware.context.delta import Delta, correction_delta, tool_error_delta
+from causal_middleware.context.delta import Delta, correction_delta
 from causal_middleware.context.segmenter import Segment, segment, segment_of
 from causal_middleware.context.signals import Detection, SignalType
 from causal_middleware.context.text import expand_informal
+from causal_middleware.context.tool_errors import tool_error_delta
 
 _PRIMARY = (SignalType.CORRECTION, SignalType.TOOL_EXECUTION_ERROR)
 _SECONDARY = (

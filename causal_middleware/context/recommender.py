@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from causal_middleware.context.authority import AuthorityDecision, SourceInfo, resolve_authority
 from causal_middleware.context.conversation import Conversation, NodeType
-from causal_middleware.context.delta import Delta, allowed_values, claimed_subject
+from causal_middleware.context.delta import Delta, claimed_subject
 from causal_middleware.context.explorer import WorkspaceExplorer
 from causal_middleware.context.recommendation import (
     Classification,
@@ -48,6 +48,7 @@ from causal_middleware.context.text import (
     term_set,
     value_kind,
 )
+from causal_middleware.context.tool_errors import allowed_values
 from causal_middleware.context.workspace import (
     KBEntry,
     Workspace,

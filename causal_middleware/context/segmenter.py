@@ -16,7 +16,12 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from causal_middleware.context.conversation import Conversation, ConversationNode, NodeType
-from causal_middleware.context.detector import CLARIFICATION_PATTERNS, CORRECTION_PATTERNS, REPAIR_PATTERNS
+from causal_middleware.context.signal_patterns import (
+    CLARIFICATION_PATTERNS,
+    CORRECTION_PATTERNS,
+    REPAIR_PATTERNS,
+)
+from causal_middleware.context.statements import judging_text
 from causal_middleware.context.text import coverage, expand_informal, jaccard, term_seq
 
 Embedder = Callable[[Sequence[str]], Sequence[Sequence[float]]]
@@ -104,8 +109,10 @@ def _opens(
     text = expand_informal(u.content)
     if _MARKER.search(text):
         return "marker"
-    if _FOLLOW_UP.search(text) or any(
-        p.search(text) for p, _ in CORRECTION_PATTERNS + REPAIR_PATTERNS + CLARIFICATION_PATTERNS
+    if (
+        _FOLLOW_UP.search(text)
+        or any(p.search(judging_text(text)) for p, _ in CORRECTION_PATTERNS)
+        or any(p.search(text) for p, _ in REPAIR_PATTERNS + CLARIFICATION_PATTERNS)
     ):
         return None
     terms = set(term_seq(text))

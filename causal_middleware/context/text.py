@@ -33,18 +33,67 @@ CONVERSATION_WORDS = QUESTION_WORDS | JUDGEMENT_WORDS
 _CURRENCY_CODES = (
     "usd|eur|gbp|chf|jpy|cny|cad|aud|nzd|sek|nok|dkk|pln|czk|huf|inr|hkd|sgd|zar|mxn|brl|krw|try"
 )
+# Numbers written as words ("two", "thirty", "twenty-five"): read as the number they name.
+_UNITS_WORDS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+    "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
+    "seventeen": 17, "eighteen": 18, "nineteen": 19,
+}  # fmt: skip
+_TENS_WORDS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+               "ninety": 90}  # fmt: skip
+_WORD_NUM = (
+    r"(?:(?:"
+    + "|".join(_TENS_WORDS)
+    + r")(?:[\s-](?:"
+    + "|".join(list(_UNITS_WORDS)[:9])
+    + r"))?|"
+    + "|".join(sorted(_UNITS_WORDS, key=len, reverse=True))
+    + r")(?:\s+hundred)?"
+)
+
+
+_WORD_NUM_RE = re.compile(r"\b" + _WORD_NUM + r"\b", re.IGNORECASE)
+
+
+def _in_digits(span: str) -> str:
+    """``span`` with a number written as words put in digits ("two hours" -> "2 hours")."""
+
+    def digits(m: re.Match[str]) -> str:
+        n = word_number(m.group(0))
+        return m.group(0) if n is None else f"{n:g}"
+
+    return _WORD_NUM_RE.sub(digits, span)
+
+
+def word_number(text: str) -> float | None:
+    """The number a number word names: ``word_number("twenty-five") == 25``."""
+    total = 0.0
+    words = re.split(r"[\s-]+", text.lower().strip())
+    if not words or not all(w in _UNITS_WORDS or w in _TENS_WORDS or w == "hundred" for w in words):
+        return None
+    for w in words:
+        total = total * 100 if w == "hundred" else total + (_UNITS_WORDS.get(w) or _TENS_WORDS.get(w) or 0)
+    return total
+
+
 _MONEY = (
     r"[$€£¥₹]\s?\d(?:[\d,]*\d)?(?:\.\d+)?(?:\s?(?:k|m|million|billion))?|"
     r"\b(?:" + _CURRENCY_CODES + r")\s?\d(?:[\d,]*\d)?(?:\.\d+)?\b|"
-    r"\d[\d,]*(?:\.\d+)?\s?(?:" + _CURRENCY_CODES + r"|dollars|euros|pounds)\b"
+    r"\d[\d,]*(?:\.\d+)?\s?(?:" + _CURRENCY_CODES + r"|dollars|euros|pounds)\b|"
+    r"\b" + _WORD_NUM + r"\s+(?:dollars|euros|pounds)\b"
 )
-_PERCENT = r"\d+(?:\.\d+)?\s?%|\d+(?:\.\d+)?\s?percent\b"
+_PERCENT = r"\d+(?:\.\d+)?\s?%|\d+(?:\.\d+)?\s?percent\b|\b" + _WORD_NUM + r"\s+percent\b"
 _DURATION = (
     # "30 days", "2-3 weeks", and the compound adjective "a 12-month warranty"
     r"\d+(?:\.\d+)?(?:\s?-\s?\d+)?[\s-]?(?:business |calendar |working )?"
-    r"(?:seconds?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?)\b"
+    r"(?:seconds?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?)\b|"
+    r"\b" + _WORD_NUM + r"[\s-](?:business |calendar |working )?"
+    r"(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?)\b"
 )
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _DATE = (
+    # "15 December", "the 3rd of March 2025"
+    r"\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?(?:,? \d{4})?\b|"
     r"\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4}|"
     r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?(?:,? \d{4})?"
 )
@@ -63,19 +112,36 @@ _MEASURE_UNITS = {
     "lb": ("lb", 1), "lbs": ("lb", 1), "pounds": ("lb", 1), "oz": ("oz", 1), "ounces": ("oz", 1),
     "mm": ("m", 1e-3), "cm": ("m", 1e-2), "m": ("m", 1), "km": ("m", 1e3), "meters": ("m", 1),
     "kilometers": ("m", 1e3), "miles": ("mi", 1), "mi": ("mi", 1), "inches": ("in", 1), "in": ("in", 1),
+    "ft": ("ft", 1), "feet": ("ft", 1), "foot": ("ft", 1), "yd": ("ft", 3), "yards": ("ft", 3),
+    "yard": ("ft", 3), "inch": ("in", 1), "metres": ("m", 1), "kilometres": ("m", 1e3),
     "ml": ("l", 1e-3), "l": ("l", 1), "liters": ("l", 1), "litres": ("l", 1),
+    "gallons": ("gal", 1), "gal": ("gal", 1),
+    "kw": ("w", 1e3), "kwh": ("wh", 1e3), "mw": ("w", 1e6), "mwh": ("wh", 1e6), "watts": ("w", 1),
+    "kilowatts": ("w", 1e3), "volts": ("v", 1),
     "kbps": ("bps", 1e3), "mbps": ("bps", 1e6), "gbps": ("bps", 1e9),
     "ghz": ("hz", 1e9), "mhz": ("hz", 1e6), "khz": ("hz", 1e3),
 }  # fmt: skip
 _NUM = r"\d[\d,]*(?:\.\d+)?"
 _SIZE = _NUM + r"\s?(?:" + "|".join(sorted(_SIZE_UNITS, key=len, reverse=True)) + r")\b"
 _MEASURE = (
+    # rates: "3 cups per person", "40 mg/L", "5 km/h"
     _NUM
+    + r"\s?(?:(?!(?:"
+    + "|".join(sorted({*_SIZE_UNITS, *_MEASURE_UNITS}, key=len, reverse=True))
+    + r"|seconds?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|times?|percent)\b)"
+    + r"[a-zµ]+\s+per\s+[a-z]+|"
+    + r"(?!(?:"
+    + "|".join(sorted(_SIZE_UNITS, key=len, reverse=True))
+    + r"|seconds?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?)\b)[a-zµ]+/[a-z]+)\b|"
+    + _NUM
     + r"\s?(?:"
     + "|".join(
         sorted((u for u in _MEASURE_UNITS if len(u) > 1 and u not in ("in", "mi")), key=len, reverse=True)
     )
-    + r")\b"
+    + r")\b|"
+    # temperatures: "20°F", "5 °C", "40 degrees"
+    + _NUM
+    + r"\s?(?:°\s?[FC]\b|degrees?(?:\s?(?:F|C|fahrenheit|celsius)\b)?)"
 )
 # Dimensions: two or three numbers joined by "x" ("30 x 20 x 10 cm", "1920x1080"), unit optional.
 _DIMENSIONS = (
@@ -83,7 +149,12 @@ _DIMENSIONS = (
     r"(?:\s?(?:mm|cm|m|in|inches|ft|feet|px|pixels)\b)?"
 )
 _QUOTED = r"(?<!\w)['\"`“‘]([^'\"`”’\n]{1,60}?)['\"`”’](?!\w)"
-_NUMBER = r"(?<![\w.])\d(?:[\d,]*\d)?(?:\.\d+)?(?![\w])"
+# A bare number, unless it is part of a code ("M-30155", "2210-88412", "555-0142") or opens a
+# proper name ("14 Harbour Street", "9 Elm Rd": a house number or a label, not a quantity).
+_NUMBER = (
+    r"(?<![\w.])(?<!\w-)\d(?:[\d,]*\d)?(?:\.\d+)?(?![\w])(?!-\d)"
+    r"(?!\s+[A-Z][a-z]+\.?\s+[A-Z][a-z]*\b)"
+)
 
 VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("money", re.compile(_MONEY, re.IGNORECASE)),
@@ -225,6 +296,7 @@ def magnitude(kind: str, span: str) -> tuple[str, float] | None:
 
     ``magnitude("size", "2 GB") == ("bytes", 2e9)``; None for kinds without a magnitude.
     """
+    span = _in_digits(span)
     if kind == "money":
         return _money(span)
     if kind not in ("size", "measure", "duration"):
@@ -238,6 +310,12 @@ def magnitude(kind: str, span: str) -> tuple[str, float] | None:
         factor = _SIZE_UNITS.get(unit.split()[0] if unit else "")
         return ("bytes", amount * factor) if factor else None
     if kind == "measure":
+        if "/" in span or " per " in span.lower():
+            return None  # a rate compares as written
+        degrees = re.search(r"°\s?([FC])|degrees?\s?([FC]|fahrenheit|celsius)?", span, re.IGNORECASE)
+        if degrees:
+            scale = (degrees.group(1) or degrees.group(2) or "").lower()[:1]
+            return (f"deg{scale}", amount)
         base = _MEASURE_UNITS.get(unit.split()[0] if unit else "")
         return (base[0], amount * base[1]) if base else None
     if re.search(r"\d\s?-\s?\d", span):
@@ -283,6 +361,9 @@ def in_answer_units(values: list[tuple[str, str]], answer: list[tuple[str, str]]
     own value. Numbers stay bare when the answer has no single measured value (or they look like a
     year)."""
     measured = [(k, v) for k, v in answer if k in ("size", "measure", "duration", "percent", "money")]
+    if not measured:
+        # after "quiet hours start at 9 pm", "the poster says 10" names an hour
+        measured = [(k, v) for k, v in answer if k == "time"]
     if len({normalize(v) for _, v in measured}) != 1:
         return values
     kind, span = measured[0]
@@ -302,8 +383,55 @@ def same_value(a: str | None, b: str | None) -> bool:
     ka, kb = value_kind(a), value_kind(b)
     if ka != kb:
         return False
+    if ka == "time":
+        return _same_clock(a, b)
+    if ka == "date":
+        da, db = _calendar_day(a), _calendar_day(b)
+        return da is not None and da == db
+    if ka == "percent":
+        na, nb = (re.search(r"\d+(?:\.\d+)?", _in_digits(v)) for v in (a, b))
+        return na is not None and nb is not None and float(na.group(0)) == float(nb.group(0))
     ma, mb = magnitude(ka, a), magnitude(kb, b)
     return ma is not None and mb is not None and ma[0] == mb[0] and abs(ma[1] - mb[1]) <= 1e-9 * max(ma[1], 1)
+
+
+def _calendar_day(span: str) -> tuple[int, int, int | None] | None:
+    """``(month, day, year)`` of a written or ISO date ("Dec 15", "15 December 2025", "2025-12-15")."""
+    iso = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", span.strip())
+    if iso:
+        return int(iso.group(2)), int(iso.group(3)), int(iso.group(1))
+    month = next((i + 1 for i, m in enumerate(_MONTHS) if re.search(rf"\b{m}", span, re.IGNORECASE)), None)
+    day = re.search(r"\b(\d{1,2})(?:st|nd|rd|th)?\b", span)
+    year = re.search(r"\b(\d{4})\b", span)
+    if month is None or day is None:
+        return None
+    return month, int(day.group(1)), int(year.group(1)) if year else None
+
+
+_CLOCK = re.compile(r"(?P<h>\d{1,2})(?::(?P<m>\d{2}))?\s?(?P<half>am|pm)?", re.IGNORECASE)
+
+
+def _same_clock(a: str, b: str) -> bool:
+    """Whether two clock times name the same time: "9:30" is "9:30 pm" (a time without am/pm may
+    be either half of the day), "21:30" is "9:30 pm", "6 pm" is "6:00 pm"."""
+    ca, cb = _CLOCK.fullmatch(a.strip()), _CLOCK.fullmatch(b.strip())
+    if ca is None or cb is None:
+        return False
+
+    def minutes(c: re.Match[str]) -> tuple[int, str | None]:
+        hour, half = int(c.group("h")), (c.group("half") or "").lower() or None
+        if half == "pm" and hour < 12:
+            hour += 12
+        elif half == "am" and hour == 12:
+            hour = 0
+        elif half is None and hour > 12:
+            half = "24h"
+        return hour * 60 + int(c.group("m") or 0), half
+
+    (ma, ha), (mb, hb) = minutes(ca), minutes(cb)
+    if ha is None or hb is None:
+        return ma % 720 == mb % 720
+    return ma == mb
 
 
 def sentences(text: str | None) -> list[str]:

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from causal_middleware.context.delta import (
-    allowed_values,
-    claimed_subject,
-    correction_delta,
-    instruction_from,
-    tool_error_delta,
-)
+from causal_middleware.context.delta import claimed_subject, correction_delta
+from causal_middleware.context.instructions import instruction_from
+from causal_middleware.context.tool_errors import allowed_values, tool_error_delta
 
 
 @pytest.mark.parametrize(

@@ -19,22 +19,18 @@ from pathlib import Path
 from context_generalise.chat import Chat
 
 from benchmarks.context.kit import KitBenchmark, generate_kit_benchmark, load_kit
+from causal_middleware.context.absence import states_absence
 from causal_middleware.context.authority import SourceInfo, resolve_authority
 from causal_middleware.context.conversation import Conversation
 from causal_middleware.context.dates import change_date, iso_date
-from causal_middleware.context.delta import (
-    behavioural_objection,
-    claimed_subject,
-    correction_delta,
-    enumeration,
-    relayed_conflict,
-    tool_error_delta,
-)
-from causal_middleware.context.detector import detect_offline, states_absence
+from causal_middleware.context.delta import claimed_subject, correction_delta
+from causal_middleware.context.detector import detect_offline
+from causal_middleware.context.objections import behavioural_objection, relayed_conflict
 from causal_middleware.context.recommendation import Operation
 from causal_middleware.context.recommender import recommend
 from causal_middleware.context.root_cause import diagnose
 from causal_middleware.context.signals import SignalType
+from causal_middleware.context.tool_errors import enumeration, tool_error_delta
 from causal_middleware.context.workspace import Workspace
 
 PROMPT = "# Clinic front desk\n\nRules:\n- Answer from the clinic's pages.\n"
@@ -362,7 +358,7 @@ def test_others_being_able_to_just_do_it_is_an_objection() -> None:
 
 
 def test_a_relayed_account_of_the_opposite_polarity_contradicts_the_answer() -> None:
-    from causal_middleware.context.delta import relayed_contradiction
+    from causal_middleware.context.objections import relayed_contradiction
 
     answer = "Yes, grapes are a fine treat for dogs."
     assert relayed_contradiction("my breeder said never give dogs grapes", answer)

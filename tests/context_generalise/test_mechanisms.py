@@ -11,11 +11,13 @@ import json
 import pytest
 
 from causal_middleware.context.conversation import Conversation, ConversationNode, NodeType
-from causal_middleware.context.delta import allowed_values, correction_delta, tool_error_delta
-from causal_middleware.context.detector import detect_offline, statement_kind
+from causal_middleware.context.delta import correction_delta
+from causal_middleware.context.detector import detect_offline
 from causal_middleware.context.root_cause import FaultCategory, diagnose, resolve_path
 from causal_middleware.context.signals import SignalType
+from causal_middleware.context.statements import statement_kind
 from causal_middleware.context.text import contains, find_values, magnitude, same_value
+from causal_middleware.context.tool_errors import allowed_values, tool_error_delta
 from causal_middleware.context.workspace import Workspace
 
 

@@ -13,13 +13,14 @@ import json
 
 from causal_middleware.context.authority import SourceInfo, compare
 from causal_middleware.context.conversation import Conversation
-from causal_middleware.context.delta import correction_delta, tool_error_delta
+from causal_middleware.context.delta import correction_delta
 from causal_middleware.context.detector import detect_offline
 from causal_middleware.context.recommendation import Operation
 from causal_middleware.context.recommender import recommend
 from causal_middleware.context.root_cause import diagnose
 from causal_middleware.context.signals import SignalType
 from causal_middleware.context.text import find_values, in_answer_units, same_value, share_stem
+from causal_middleware.context.tool_errors import tool_error_delta
 from causal_middleware.context.workspace import Workspace
 
 from .chat import Chat

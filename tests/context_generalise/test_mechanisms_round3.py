@@ -12,20 +12,17 @@ from __future__ import annotations
 
 import json
 
+from causal_middleware.context.absence import states_absence
 from causal_middleware.context.conversation import Conversation
-from causal_middleware.context.delta import (
-    allowed_values,
-    behavioural_objection,
-    correction_delta,
-    enumeration,
-    tool_error_delta,
-)
-from causal_middleware.context.detector import detect_offline, states_absence
+from causal_middleware.context.delta import correction_delta
+from causal_middleware.context.detector import detect_offline
+from causal_middleware.context.objections import behavioural_objection
 from causal_middleware.context.recommendation import Operation
 from causal_middleware.context.recommender import recommend
 from causal_middleware.context.root_cause import diagnose
 from causal_middleware.context.segmenter import segment
 from causal_middleware.context.signals import SignalType
+from causal_middleware.context.tool_errors import allowed_values, enumeration, tool_error_delta
 from causal_middleware.context.workspace import Workspace
 
 from .test_mechanisms_round2 import Chat

@@ -1,0 +1,243 @@
+"""Objections read from a sentence's structure: what a user says against what the agent did.
+
+No correction words are needed: an obligation binding someone other than the user, the agent's
+advice quoted back, a reproach, an exposure the agent caused, a skipped step, a denied request, a
+misgiving, or another source's account set against the answer's.
+"""
+
+from __future__ import annotations
+
+import re
+
+from causal_middleware.context.statements import LABEL
+from causal_middleware.context.text import sentences, share_stem, term_seq
+
+_I = re.IGNORECASE
+
+_REQUEST_OPENING = re.compile(
+    r"^(?:please|can|could|would|will|let's|let me)\b(?!\s+you\s+even\b)|^(?:i|we)(?:'d| would| want| need| wanna)\b",
+    _I,
+)
+# An obligation or a permission ("needs to", "had to", "allowed to", "supposed to", "must").
+_DEONTIC = re.compile(
+    r"\b(?:needs? to|has to|have to|had to|must|ought to|(?:supposed|allowed|permitted|required|meant) to)\b",
+    _I,
+)
+_FIRST_PERSON_WORD = re.compile(r"\b(?:i|we|me|us)\b", _I)
+# A question that opens with an auxiliary or a question word asks for information...
+_ASKING = re.compile(
+    r"^(?:do|does|did|can|could|should|shall|must|will|would|is|are|am|was|were|have|has|how|what|when|"
+    r"where|which|who|why)\b(?P<subject>\s+\w+)?",
+    _I,
+)
+_QUESTION_WORD = re.compile(r"\b(?:how|what|when|where|which|who|whom|whose|why|whether)\b", _I)
+# ...unless it questions the agent itself ("are you even allowed to ...?").
+_AGENT_SUBJECT = re.compile(r"^\s+you\b", _I)
+# The agent's own advice quoted back to it ("You told me to ...", "You said ...").
+_AGENT_ADVICE = re.compile(
+    r"^you\s+(?:just\s+|already\s+|literally\s+)?(?:told|said|advised|suggested|asked)\b", _I
+)
+# Something the user expected has not happened ("nobody has looked at it yet").
+# Where a clause may open: the sentence start, after punctuation, or after a conjunction.
+_CLAUSE_START = r"(?:^|[,;:?!]\s*|\b(?:but|and|so)\s+)"
+_UNMET = re.compile(
+    _CLAUSE_START
+    + r"(?:nobody|no one|no-one|none|nothing|not even)\b[^?]*\byet\b|"
+    # ... or that nobody did what should have been done ("no one warned us", "nobody said so").
+    + _CLAUSE_START
+    + r"(?:nobody|no one|no-one)\s+(?:ever\s+|even\s+|actually\s+)?"
+    r"(?:[a-z]+ed|told|said|gave|sent|showed|let|made|rang|wrote|read|saw|took|came|got|did)\b"
+    r"(?!\s+(?:worry|mind)\b)",
+    _I,
+)
+# The user was left uninformed ("I was never told", "we weren't warned").
+_UNINFORMED = re.compile(
+    r"\b(?:i|we)\s+(?:wasn't|was not|weren't|were not|was never|were never|haven't been|have not been|"
+    r"hadn't been|had not been)\s+(?:told|warned|informed|notified|asked)\b",
+    _I,
+)
+# The user denies having asked for or agreed to what was done ("I never agreed to that").
+_DENIED_CONSENT = re.compile(
+    r"\b(?:i|we)\s+(?:never|didn't|did not|haven't|have not)\s+(?:even\s+)?(?:say|said|ask|asked|agree|agreed|"
+    r"approve|approved|authori[sz]e|authori[sz]ed|consent|consented|request|requested)\b",
+    _I,
+)
+# A step the agent skipped, named with "without" ("... without even checking?").
+_SKIPPED_STEP = re.compile(
+    r"\bwithout\s+(?:even\s+|first\s+|ever\s+|at least\s+)?(?:ask|check|tell|confirm|verif|warn|mention|"
+    r"consult|notify|inform)\w*",
+    _I,
+)
+# A question about who authorised what the agent did ("who said you could ...?", "who told you to
+# ...?", "who allowed that?"): it asks nobody's name, it denies the permission.
+_AUTHORITY_QUESTION = re.compile(
+    r"^who\s+(?:said|told|asked|allowed|authori[sz]ed|let|gave|permitted)\s+(?:you|that|this|it)\b", _I
+)
+# A fault named by the verb's own prefix, done by the agent to the user or their things ("you've
+# double-booked me", "you overcharged us", "you misspelled my name").
+_FAULT_VERB = re.compile(
+    r"\byou(?:'ve|\s+have)?\s+(?:just\s+|already\s+)?(?:mis|double[- ]?|over|under|wrongly\s+)"
+    r"[a-z]+(?:ed|en|t)\b",
+    _I,
+)
+# A polar question made rhetorical by "even" after its subject ("is that even legal?", "can you even
+# do that?"), and "why would ..." about someone other than the user.
+_RHETORICAL_EVEN = re.compile(
+    r"^(?:is|are|was|were|can|could|does|do|did|should|would)\s+(?:that|this|it|you|they)\s+even\b|"
+    r"^why\s+would\s+(?!i\b|we\b|my\b|our\b)[a-z]+|"
+    # "how would you know": the agent's grounds doubted (would/could: "how can you tell if ..." asks)
+    r"^how\s+(?:would|could)\s+(?:you|a\s+[a-z]+|an\s+[a-z]+|anyone|anybody|they|it)\s+(?:even\s+|possibly\s+|really\s+)?"
+    r"(?:know|tell|be sure)\b",
+    _I,
+)
+# An expected safeguard found missing: "no X at all?", "no X or anything?", "without a X?".
+_MISSING_SAFEGUARD = re.compile(
+    r"\b(?:no|not a|not any|not one)\s+(?!worries\b|problem\b|rush\b|need\b|thanks\b)[a-z]+(?:\s+[a-z]+)?\s+"
+    r"(?:at all|or anything|whatsoever)\b|"
+    r"\bwithout\s+(?:a|an|any|the|my)\s+(?:[a-z]+\s+)?(?:check|approval|confirmation|verification|consent|review|"
+    r"signature|warning|notice|permission)\b",
+    _I,
+)
+# The user judges what was just said or done ("that seems off", "this sounds risky").
+_MISGIVING = re.compile(
+    r"\b(?:that|this|it)\s+(?:seems|sounds|looks|feels)\s+(?:a bit\s+|kind of\s+|kinda\s+|really\s+|very\s+|pretty\s+)?"
+    r"(?:off|odd|weird|strange|fishy|sketchy|dodgy|risky|dangerous|unsafe|wrong|suspicious)\b|"
+    r"\bi(?:'m| am)\s+not\s+(?:comfortable|happy|okay|ok)\s+(?:with|taking|about|that)\b|"
+    # "I only asked ...": the agent went beyond the request
+    r"\bi\s+(?:only|just)\s+asked\b|\bi\s+only\s+(?:wanted|meant)\b|\bi\s+was\s+only\s+asking\b",
+    _I,
+)
+# A negative question with an obligation whose subject is not the user ("Shouldn't someone look at
+# it first?", "Doesn't that need a signature?"): the asker expects the obligation to hold.
+_NEGATIVE_DEONTIC_QUESTION = re.compile(
+    r"^(?:shouldn't|should not|mustn't|must not|oughtn't)\s+(?!i\b|we\b)\w+|"
+    r"^(?:don't|doesn't|didn't|do not|does not)\s+(?:you|someone|anyone|somebody|they|it|that|this)\s+"
+    r"(?:need|have to|require)\b",
+    _I,
+)
+# A reproach for what the agent left undone: a counterfactual modal perfect addressed to it
+# ("you could have said so", "you should've checked").
+_REPROACH = re.compile(
+    r"\byou\s+(?:could|should)(?:'ve|\s+(?:at least\s+|really\s+|just\s+|also\s+)?have)\s+(?:at least\s+|just\s+|also\s+)?"
+    r"(?!one\b|none\b)[a-z]+(?:ed|en|wn|ne|t|d)\b",
+    _I,
+)
+# A manner phrase pointing back at what was just done ("... like that?", "just like this").
+_BACK_REFERENCE = re.compile(r"\blike (?:that|this)\b|\bthat way\b|\bjust like that\b", _I)
+# An exposure the agent's act caused: others may now do something to it ("anybody nearby can
+# read that now", "now everyone can see it").
+_INDEFINITE_PERSON = r"(?:anyone|anybody|someone|somebody|everyone|everybody|people)"
+_EXPOSURE = re.compile(
+    rf"(?:^|\bnow\s+){_INDEFINITE_PERSON}\b[^?]*?\b(?:can|could|will|might)\s+(?:now\s+)?[a-z]+\s+(?:that|this|it|them)\b",
+    _I,
+)
+# ... or asked as a question: others may "just" do it ("so anybody can just walk in?").
+_OPEN_ACCESS = re.compile(
+    rf"(?:^|\bso\s+|\bnow\s+){_INDEFINITE_PERSON}\b[^.!]*?\b(?:can|could)\s+just\s+[a-z]+", _I
+)
+_NOW = re.compile(r"\bnow\b", _I)
+
+
+# A question asking which of two accounts holds ("which is it?", "who's right?").
+_CHOICE_QUESTION = re.compile(
+    r"\b(?:which|who)(?:'s|\s+is|\s+one\s+is|\s+one's)\s+(?:it|right|true|correct|wrong)\b", _I
+)
+# What someone other than the user or the agent said ("my neighbour said ...", "the sign says ...").
+_RELAYED = re.compile(
+    r"(?P<before>(?:\S+\s+){0,2})(?:said|says|told me|tells me|claims?|claimed|mentioned)\b", _I
+)
+_FIRST_OR_SECOND = re.compile(r"\b(?:i|we|you)\b", _I)
+
+
+def relayed_conflict(text: str) -> bool:
+    """The user sets another source's account against the agent's and asks which holds ("the
+    leaflet said it closes early, so which is it?"): a conflict with the answer, with no value."""
+    if not _CHOICE_QUESTION.search(text):
+        return False
+    return any(not _FIRST_OR_SECOND.search(m.group("before")) for m in _RELAYED.finditer(text))
+
+
+# Words that open a reply without carrying its subject ("um, ...", "hold on, ...", "wait what, ...").
+_LEAD_IN = re.compile(
+    r"^\s*(?:(?:(?:well|hmm+|um+|uh+|er+m?|oh|ok|okay|wait|hey|hold on|hang on|hold up|whoa|wow|lol|ha(?:ha)+|"
+    r"ugh+|omg|jeez|geez|yikes|oof)\b[,.!?]*|"
+    # words that may also open the clause itself lead in only when punctuated: "no, ..." / "no one"
+    r"(?:so|but|and|also|plus|really|what|yeah|yes|no|sorry)[,.!?]+)\s*)+(?=\w)",
+    _I,
+)
+
+
+_NEGATIVE = re.compile(r"\b(?:no|not|never|none|nothing|nobody|cannot|without)\b|n't\b", _I)
+
+
+def relayed_contradiction(text: str, answer: str) -> bool:
+    """The user relays another source's account of what the answer was about, with the opposite
+    polarity ("the pharmacist said never mix the two" against "yes, they mix fine"): a conflict
+    with the answer that carries no value. A relayed account asked about ("... is that so?") is not."""
+    answer_terms = set(term_seq(answer))
+    answer_negated = bool(_NEGATIVE.search(answer))
+    for sent in sentences(text):
+        if sent.rstrip().endswith("?"):
+            continue
+        for m in _RELAYED.finditer(sent):
+            if _FIRST_OR_SECOND.search(m.group("before")):
+                continue
+            account = sent[m.end() :]
+            if (
+                share_stem(set(term_seq(account)), answer_terms)
+                and bool(_NEGATIVE.search(account)) != answer_negated
+            ):
+                return True
+    return False
+
+
+def behavioural_objection(sentence: str) -> bool:
+    """A reply to the agent's answer that objects to what it did, read from the sentence's
+    structure rather than correction words: an obligation or permission that binds someone other
+    than the user ("Surely someone has to check it first?", "I thought this had to be signed",
+    "Are you even allowed to ...?", or a permission asked about what was just done "... like
+    that?"), the agent's advice quoted back ("You told me to ..."), a reproach for what it left
+    undone ("you could have said"), an exposure its act caused ("anybody can read that now"), or
+    an expected step that has not happened ("nobody has even looked at it yet"). A question asking
+    what the user must do ("Do I need to ...?") and a request are not objections."""
+    text = _LEAD_IN.sub("", sentence.strip())
+    text = LABEL.sub("", text) or text
+    if _AGENT_ADVICE.match(text) or _UNMET.search(text) or _REPROACH.search(text):
+        return True
+    if _AUTHORITY_QUESTION.match(text) or _FAULT_VERB.search(text):
+        return True
+    if _NEGATIVE_DEONTIC_QUESTION.match(text) or _OPEN_ACCESS.search(text) or _RHETORICAL_EVEN.match(text):
+        return True
+    # "I wasn't told the time when I booked, what is it?" asks in a later clause.
+    wh_question = text.endswith("?") and _QUESTION_WORD.search(text) is not None
+    if not wh_question and (
+        _UNINFORMED.search(text) or _MISSING_SAFEGUARD.search(text) or _MISGIVING.search(text)
+    ):
+        return True
+    if not text.endswith("?") and _EXPOSURE.search(text) and _NOW.search(text):
+        return True
+    asking = _ASKING.match(text)
+    # "How much can I spend without asking first?" asks for information; "Did you ... without
+    # asking?" questions the agent.
+    info_question = asking is not None and not (
+        asking.group("subject") and _AGENT_SUBJECT.match(asking.group("subject"))
+    )
+    if _SKIPPED_STEP.search(text) and not info_question:
+        return True
+    if _DENIED_CONSENT.search(text) and not wh_question:
+        return True
+    if _REQUEST_OPENING.match(text):
+        return False
+    m = _DEONTIC.search(text)
+    if m is None:
+        return False
+    before = text[: m.start()].split()[-2:]
+    if any(_FIRST_PERSON_WORD.fullmatch(w.strip(",")) for w in before):
+        return False
+    if asking is not None:
+        # "Is anyone allowed to do that like that?" asks whether what was just done was allowed.
+        if _BACK_REFERENCE.search(text):
+            return True
+        return bool(asking.group("subject") and _AGENT_SUBJECT.match(asking.group("subject")))
+    # "We were burgled, how quickly must it be reported?" asks in a later clause.
+    return not (text.endswith("?") and _QUESTION_WORD.search(text))

@@ -1,0 +1,104 @@
+"""Pushback without correction words: a prohibition, a rhetorical question or an objection about
+what the answer said, and a repair that supplies the value the answer missed."""
+
+from __future__ import annotations
+
+import re
+
+from causal_middleware.context.agent_acts import disputes_act
+from causal_middleware.context.conversation import Conversation
+from causal_middleware.context.objections import (
+    behavioural_objection,
+    relayed_conflict,
+    relayed_contradiction,
+)
+from causal_middleware.context.replies import replies
+from causal_middleware.context.signals import Signal, SignalType
+from causal_middleware.context.statements import LEAD_IN
+from causal_middleware.context.text import (
+    MEASURED_KINDS,
+    expand_informal,
+    find_values,
+    quote,
+    same_value,
+    sentences,
+    share_stem,
+    term_seq,
+)
+
+_I = re.IGNORECASE
+
+# A prohibition addressed to the agent ("Don't read out my ...", "Never tell ...") and a rhetorical
+# question about what the agent may do ("How can you be sure of ...?", "Why would you send ...?").
+# Their shape is generic; whether they push back on the answer is decided by what they refer to.
+_PROHIBITION = re.compile(
+    r"^(?:please\s+)?(?:don't|do not|never)\s+(?!worry\b|mind\b|bother\b|forget\b|hesitate\b)(?P<verb>[a-z]+)\b",
+    _I,
+)
+_EVEN = re.compile(r"\beven\b", _I)
+_RHETORICAL = re.compile(
+    r"^(?:so\s+)?(?:how|why)\s+(?:can|could|would|did|do|are)\s+you\s+(?:even\s+|just\s+)?"
+    r"(?!help\b|tell\b|explain\b|show\b|find\b|check\b|make sure\b|get\b|know\b|see\b)(?P<verb>[a-z]+)\b",
+    _I,
+)
+
+
+def pushback(conversation: Conversation, found: list[Signal]) -> list[Signal]:
+    """A user turn that pushes back on what the agent just said or did, with no correction words:
+    a prohibition or a rhetorical "how can you ...?" whose object is what the answer was about (it
+    shares a content word with the answer). "Don't forget to ..." and a question about something
+    the answer never mentioned are not pushback."""
+    out = []
+    for last_agent, n in replies(conversation, found):
+        answer_terms = set(term_seq(last_agent.content))
+        for sent in sentences(expand_informal(n.content)):
+            body = LEAD_IN.sub("", sent.strip())
+            m = _PROHIBITION.match(body) or _RHETORICAL.match(body)
+            if (
+                (m and share_stem(set(term_seq(body[m.start("verb") :])), answer_terms))
+                # "how can you promise a time when the cleaners aren't even in yet": "even" makes it rhetorical
+                or (m and m.re is _RHETORICAL and _EVEN.search(body))
+                or disputes_act(n.content, last_agent.content)
+                or behavioural_objection(body)
+                or relayed_conflict(n.content)
+                or relayed_contradiction(n.content, last_agent.content)
+            ):
+                out.append(
+                    Signal(
+                        type=SignalType.CORRECTION,
+                        turn=n.turn,
+                        node_id=n.id,
+                        evidence=quote(f"{n.content} (after: {last_agent.content})"),
+                        confidence=0.8,
+                    )
+                )
+                break
+    return out
+
+
+def restated_meaning(conversation: Conversation, found: list[Signal]) -> list[Signal]:
+    """A repair that says what the user meant and carries a measured value the answer never
+    stated ("no, I meant the annual pass (90 days)"): the user supplies the answer the agent
+    missed, a correction whatever cue words the repair itself uses."""
+    repaired = {s.node_id for s in found if s.type == SignalType.CONVERSATIONAL_REPAIR}
+    out = []
+    for last_agent, n in replies(conversation, found):
+        if n.id not in repaired:
+            continue
+        said = [v for _, v in find_values(last_agent.content)]
+        new = [
+            v
+            for kind, v in find_values(n.content)
+            if kind in MEASURED_KINDS and not any(same_value(v, a) for a in said)
+        ]
+        if new:
+            out.append(
+                Signal(
+                    type=SignalType.CORRECTION,
+                    turn=n.turn,
+                    node_id=n.id,
+                    evidence=quote(f"{n.content} (the agent said: {last_agent.content})"),
+                    confidence=0.8,
+                )
+            )
+    return out

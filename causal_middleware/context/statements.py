@@ -1,0 +1,109 @@
+"""The shape of a user's sentence, read from how it opens: request, question, personal, assertion."""
+
+from __future__ import annotations
+
+import re
+
+from causal_middleware.context.text import expand_informal, sentences
+
+_I = re.IGNORECASE
+
+STATEMENT = re.compile(
+    r"\b(?:is|are|was|were|it's|that's|they're|costs?|takes?|lasts?|not|told|said|says|heard)\b", _I
+)
+
+# Leading words that carry no subject ("well, ...", "hmm, ...", "oh ...").
+LEAD_IN = re.compile(
+    r"^\s*(?:(?:well|hmm+|oh|ok|okay|so|but|and|wait|hey|yes|yeah|no(?!\s+one\b)|nope|um+|uh+|whoa|sorry)\b[,.!]*\s*)+",
+    _I,
+)
+# A sentence that opens with a subject: a pronoun, a determiner or possessive, or a value.
+_SUBJECT_OPENING = re.compile(
+    r"^(?:it|it's|that|that's|this|they|they're|there|there's|these|those|the|a|an|your|its|their|his|her|"
+    r"you|you're|everything|nothing)\b|^[$€£\d]",
+    _I,
+)
+_FIRST_PERSON = re.compile(r"^(?:i|i'm|i've|i'd|my|me|we|we're|our|mine)\b", _I)
+_REQUEST = re.compile(
+    r"^(?:please|can|could|would|will|let's|let me)\b|^(?:i|we)(?:'d| would| want| need| wanna)\b", _I
+)
+
+
+_INTERJECTION = re.compile(r"^[a-z]+,\s+(?=\w)", _I)
+
+
+def statement_kind(sentence: str) -> str:
+    """``"request"``, ``"question"``, ``"personal"`` (the user about themselves), ``"assertion"``
+    (a statement about the world or the agent's answer) or ``"other"``: the shape of a sentence,
+    read from its opening, with no word list about what it says."""
+    text = expand_informal(sentence).strip()
+    if text.endswith("?"):
+        return "question"
+    # One interjection set off by a comma ("weird, ...", "honestly, ...") carries no subject.
+    body = _INTERJECTION.sub("", LEAD_IN.sub("", text))
+    if not body:
+        return "other"
+    if _REQUEST.match(body):
+        return "request"
+    if _FIRST_PERSON.match(body):
+        return "personal"
+    if _SUBJECT_OPENING.match(body):
+        return "assertion"
+    return "other"
+
+
+REPORTED = re.compile(
+    r"\b(?:says?|said|saying|told|tells|states?|stated|stating|shows?|showed|shown|showing|reads|quotes?|"
+    r"quoted|lists?|listed|mentions?|mentioned|heard|according to)\b",
+    _I,
+)
+
+
+# A short label set off by a colon before the clause itself ("one more thing: ...", "quick q: ...").
+LABEL = re.compile(r"^[^:?!.]{1,24}:\s+(?=\w)")
+# A question word that asks for a quantity, a time, a place or a thing ("how much", "from what date",
+# "at what temperature", "when", "which ..."), within the first words of the clause.
+_INFORMATION_WORD = re.compile(
+    r"^(?:\w+\s+){0,2}?(?:what|when|where|which|who|whom|whose|"
+    r"how\s+(?:much|many|long|far|soon|often|old|big|early|late|quickly|high|low|cold|hot|hard|ahead)|"
+    r"how\s+(?:do|does|can|could|should|would)\s+(?:i|we|my|our)\b|"
+    # "can I give you ...?", "may we pay ...?": the user asks to do something
+    r"(?:can|could|may)\s+(?:i|we)\b)\b",
+    _I,
+)
+# A question addressed to the agent that asks it to do something ("can you ...", "could you ...").
+_ASKS_AGENT = re.compile(r"^(?:can|could|would|will)\s+you\s+(?!even\b|actually\b|really\b)\w+", _I)
+# A marker that makes a question rhetorical rather than a request for information.
+_RHETORICAL_MARKER = re.compile(r"\b(?:even|actually|really|seriously|supposed)\b", _I)
+
+
+def lead_stripped(sentence: str) -> str:
+    """The sentence without its lead-in words, interjection and colon label."""
+    text = expand_informal(sentence).strip()
+    body = _INTERJECTION.sub("", LEAD_IN.sub("", text))
+    return LABEL.sub("", body) or body
+
+
+def asks_for_information(sentence: str) -> bool:
+    """A question that asks for a fact ("how many guests do I need to register?", "from what hour
+    can't you ...?") or asks the agent to do something ("can you promise ...?"), not one that
+    judges the answer: read from how its clause opens. A marker of rhetoric ("even", "actually")
+    makes it a challenge instead."""
+    text = expand_informal(sentence).strip()
+    if not text.endswith("?") or _RHETORICAL_MARKER.search(text):
+        return False
+    clauses = [lead_stripped(c) for c in re.split(r"(?<=[,;])\s+", text)]
+    # the question is the clause that opens the sentence or the one that ends it
+    return any(
+        len(c.split()) >= 3 and (_INFORMATION_WORD.match(c) or _ASKS_AGENT.match(c))
+        for c in {clauses[0], clauses[-1]}
+    )
+
+
+def judging_text(text: str) -> str:
+    """The turn without its questions that ask for a fact or ask the agent to act: a correction
+    cue inside "how long do you need to get a key card?" or "can you promise you won't ...?" judges
+    nothing."""
+    sents = sentences(text)
+    kept = [s for s in sents if not asks_for_information(s)]
+    return text if len(kept) == len(sents) else " ".join(kept)

@@ -1,0 +1,447 @@
+"""What a tool error says was wrong: the rejected argument and the value it should have been.
+
+Read from any error body: JSON or a Python literal by field, and the text of its messages by shape
+(an allowed-value list however it is introduced and separated, a quoted or bare rejected value).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from causal_middleware.context.error_bodies import error_text, structured, walk
+from causal_middleware.context.text import normalize, stem
+from causal_middleware.text import chat_tokens
+
+_I = re.IGNORECASE
+_TOOL_GOT = re.compile(
+    r"\b(?:invalid|unknown|unsupported|unrecognized|unrecognised|bad|got|received|rejected)\s+"
+    r"(?:value\s+|parameter\s+|field\s+|format\s+|argument\s+|code\s+)?['\"`](?P<got>[^'\"`]+)['\"`]",
+    _I,
+)
+_TOOL_EXPECTED = re.compile(
+    r"\b(?:expected|did you mean|must be|should be|use|allowed(?: values?)?:?|accepted(?: values?)?:?|supported:?)\s+"
+    r"(?:format\s+|one of:?\s*|value\s+|parameter\s+|field\s+)?['\"`](?P<exp>[^'\"`]+)['\"`]",
+    _I,
+)
+_TOOL_GOT_BARE = re.compile(r"\b(?:got|received|given)\s*:?\s+(?P<got>[^\s,;()'\"`]+)", _I)
+_TOOL_EXPECTED_BARE = re.compile(
+    r"\b(?:expects?|expected|takes|accepts|requires|use|did you mean|should be|must be)\s+"
+    r"(?:format\s+|parameter\s+|field\s+|value\s+|key\s+|argument\s+|the\s+)?(?P<exp>[A-Za-z0-9][\w./:-]*)",
+    _I,
+)
+# A name that reads as code, not prose: with a separator or a digit, or in capitals.
+_CODE_LIKE = re.compile(r"[\w.:/-]*[_\d-][\w.:/-]*|[A-Z][A-Z0-9]+")
+
+_GOT_KEYS = re.compile(r"^(?:got|received|value|input|given|provided|actual|rejected(?:_value)?)$", _I)
+_EXPECTED_KEYS = re.compile(r"^(?:expected(?:_value)?|did_you_mean|suggestion|correct(?:_value)?)$", _I)
+_ALLOWED_KEYS = re.compile(
+    r"(?:allow|valid|accept|support|permitted|options|choices|enum|expected|possible|one_?of)", _I
+)
+_QUOTED_VALUE = re.compile(r"(?<![\w])['\"`]([^'\"`\n]{1,80})['\"`](?![\w])")
+
+
+# Keys under which a structured error names the argument it is about ("loc", "param", "field", ...).
+_FIELD_KEYS = re.compile(
+    r"^(?:loc|location|param|parameter|field|field_name|property|path|key|name|argument|attr)$", _I
+)
+# ... or under a key that also says what is wrong with it ("missingProperty", "unknown_field").
+_QUALIFIED_FIELD_KEY = re.compile(
+    r"[a-z](?:_?(?:Property|property|Param|param|Parameter|parameter|Field|field|Argument|argument))$"
+)
+# Keys that hold an error's own text, never an argument's name.
+_MESSAGE_KEYS = re.compile(
+    r"^(?:message|msg|detail|details|error|errors|description|title|reason|hint|text|summary|type|code|status)$",
+    _I,
+)
+# What an error item says of that argument: it was not expected, or it was missing.
+# ... said of the argument itself, not of its value ("unknown parameter", "extra inputs", "field
+# not permitted"; "unknown ward" rejects a value of the field).
+_ARGUMENT = r"(?:field|param(?:eter)?|argument|arg|key|property|propertie|input|attribute|option)s?"
+_UNEXPECTED = re.compile(
+    rf"\b(?:extra|unknown|unexpected|unrecogni[sz]ed|unsupported|undeclared)[\s_]+{_ARGUMENT}\b|"
+    rf"\b{_ARGUMENT}[\s_]+(?:unknown|not (?:permitted|allowed|expected|recogni[sz]ed))\b|"
+    # "the parameter x is not recognized", "is not a permitted parameter"
+    rf"\b{_ARGUMENT}\s+\S+\s+(?:is|was)\s+not\s+(?:recogni[sz]ed|permitted|allowed|expected|supported|known)\b|"
+    rf"\bnot\s+an?\s+(?:permitted|allowed|known|recogni[sz]ed|valid|supported)\s+{_ARGUMENT}\b|"
+    r"\bextra_|\badditional propert|\bno such (?:field|param)",
+    _I,
+)
+_MISSING = re.compile(
+    r"missing|required|mandatory|must be (?:provided|present|set)|(?:can't|cannot|can not|must not) be "
+    r"(?:blank|empty|null)|must (?:contain|include|have)",
+    _I,
+)
+
+
+def _error_items(data: Any) -> list[tuple[str, str]]:
+    """``(argument, what the error says of it)`` for each item of a structured error that names an
+    argument (``{"loc": ["body", "x"], "type": "missing", "msg": "Field required"}``, ``{"param":
+    "x", "message": "Received unknown parameter"}``): the item's field, its other strings joined."""
+    out: list[tuple[str, str]] = []
+    if isinstance(data, dict):
+        field = None
+        said: list[str] = []
+        for k, v in data.items():
+            if _FIELD_KEYS.match(str(k)):
+                names = [str(x) for x in v] if isinstance(v, list) else [str(v)] if isinstance(v, str) else []
+                field = names[-1] if names else field
+            elif isinstance(v, str) and _QUALIFIED_FIELD_KEY.search(str(k)):
+                # {"missingProperty": "x"}, {"unknown_param": "x"}: the key says what is wrong with x
+                field = v
+                said.append(re.sub(r"(?<=[a-z])(?=[A-Z])|_", " ", str(k)))
+            elif isinstance(v, str):
+                said.append(f"{k} {v}")
+        if field:
+            out.append((field, " ".join(said)))
+        for k, v in data.items():
+            # {"errors": {"x": ["is not a permitted parameter"]}}: messages filed under the argument
+            msgs = [v] if isinstance(v, str) else v if isinstance(v, list) else []
+            if (
+                not field
+                and not _MESSAGE_KEYS.match(str(k))
+                and msgs
+                and all(isinstance(m, str) and " " in m.strip() for m in msgs)
+            ):
+                out.append((str(k), " ".join(msgs)))
+            if isinstance(v, dict | list):
+                out += _error_items(v)
+    elif isinstance(data, list):
+        for v in data:
+            out += _error_items(v)
+    return out
+
+
+# A name written as code: with an underscore or a dot inside ("desk_id", "user.email").
+_CODE_NAME = re.compile(r"(?<![\w-])[A-Za-z][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+(?![\w-])")
+_REQUIRED_LIST = re.compile(r"\b(?:required|missing|mandatory)\b[^:.;\n]{0,30}:\s*(?P<list>[^.;\n]+)", _I)
+
+
+def _argument_fault(data: Any, text: str, args_text: str) -> tuple[str | None, str | None]:
+    """``(expected, got)`` read from what a structured error says of each argument: the one sent
+    argument it calls unexpected is what was rejected, and the one argument it calls missing (by
+    item or in a "required ...:" list of its text) that the call did not send is what was meant."""
+    sent = structured(args_text)
+    if not isinstance(sent, dict):
+        return None, None
+    keys = {str(k) for k in sent}
+    items = _error_items(data) if data is not None else []
+    # and what each sentence of its text says of the arguments it names
+    for sentence in re.split(r"(?<=[.;!])\s+|\n+", text):
+        named = [k for k in keys if _names(sentence, k)]
+        if _UNEXPECTED.search(sentence) and len(named) == 1:
+            items.append((named[0], sentence))
+        elif _MISSING.search(sentence) and not _UNEXPECTED.search(sentence):
+            items += [(n, sentence) for n in _CODE_NAME.findall(sentence) if n not in keys]
+    unexpected = {f for f, said in items if f in keys and _UNEXPECTED.search(said)}
+    missing = {
+        f for f, said in items if f not in keys and _MISSING.search(said) and not _UNEXPECTED.search(said)
+    }
+    for m in _REQUIRED_LIST.finditer(text):
+        names = [p.strip().strip("'\"`[]").strip() for p in re.split(r",|\bor\b|\band\b|\|", m.group("list"))]
+        missing |= {n for n in names if n and _IDENTIFIER.fullmatch(n) and n not in keys}
+    got = next(iter(unexpected)) if len(unexpected) == 1 else None
+    missing.discard(got or "")
+    expected = next(iter(missing)) if len(missing) == 1 else None
+    return expected, got
+
+
+def tool_error_delta(output: str, args_text: str = "") -> tuple[str | None, str | None]:
+    """``(expected, got)`` named in a tool's error message.
+
+    Structured errors are read by field (``{"expected": ..., "got": ...}``, ``{"allowed": [...]}``)
+    and by the text of their messages. ``got`` is the rejected value the call sent (quoted in the
+    error and present in the call's arguments); ``expected`` is the value the error names as
+    right, or the one acceptable value that resembles ``got``; None when the error lists several
+    acceptable values and none stands out (the tool's description then decides, downstream).
+    """
+    data = structured(output)
+    fault_expected, fault_got = _argument_fault(data, error_text(output), args_text)
+    if fault_got is not None and fault_expected is not None:
+        return fault_expected, fault_got
+    expected, got = _value_fault(output, args_text, data)
+    sent = structured(args_text)
+    sent_keys = {str(k) for k in sent} if isinstance(sent, dict) else set()
+    if fault_got is None:
+        if expected is None and got in sent_keys and fault_expected is not None:
+            expected = fault_expected  # a rejected name, and the one missing name it was meant to be
+        return expected, got
+    # the argument itself was rejected: what the error names as meant, if it is not a sent name
+    return (expected if expected and expected not in sent_keys and expected != fault_got else None), fault_got
+
+
+def _value_fault(output: str, args_text: str, data: Any) -> tuple[str | None, str | None]:
+    """``(expected, got)`` from the error's fields and message text (the reading of
+    :func:`tool_error_delta` when no argument is rejected as such)."""
+    got = expected = None
+    if data is not None:
+        for key, value in walk(data):
+            if isinstance(value, str | int | float) and not isinstance(value, bool):
+                if got is None and _GOT_KEYS.match(key):
+                    got = str(value)
+                elif expected is None and _EXPECTED_KEYS.match(key):
+                    expected = str(value)
+    text = error_text(output)
+    got_m = _TOOL_GOT.search(text)
+    exp_m = _TOOL_EXPECTED.search(text)
+    got = got or (got_m.group("got") if got_m else None)
+    expected = expected or (exp_m.group("exp") if exp_m else None)
+    allowed = allowed_values(output)
+    quoted = [q.strip() for q in _QUOTED_VALUE.findall(text)]
+    # "..., got 05/12/2026": an unquoted value after "got" that the call sent; it is what was
+    # rejected even where the error also quotes the argument's name ("Bad argument 'when': ...").
+    bare = [m.group("got").rstrip(".") for m in _TOOL_GOT_BARE.finditer(text)]
+    bare_got = next((b for b in bare if b and _in_args(b, args_text)), None)
+    sent = structured(args_text)
+    sent_keys = {str(k) for k in sent} if isinstance(sent, dict) else set()
+    if bare_got is not None and (got is None or got in sent_keys):
+        got = bare_got
+    if got is None:
+        in_args = [q for q in quoted if q and _in_args(q, args_text)]
+        got = in_args[0] if in_args else None
+    if got is None:
+        got = _unlisted_argument(data, text, args_text, allowed)
+    if expected is None and data is not None:
+        expected = _missing_required(data, args_text, got)
+    if expected is None and allowed:
+        # a field the call already sent is not what the rejected one was meant to be
+        unsent = [a for a in allowed if a not in sent_keys] if got in sent_keys else allowed
+        expected = _closest_allowed(got, unsent or allowed)
+    if expected is None and not allowed:
+        # a name the call already sent is the field in question, never the value it should have sent
+        rest = [q for q in quoted if q != got and q not in allowed and q not in sent_keys]
+        if rest:
+            expected = rest[-1]
+    if expected is None and not allowed:
+        # "... takes zip_code", "expected format YYYY-MM-DD": an unquoted name that reads as code
+        named = [m.group("exp").rstrip(".") for m in _TOOL_EXPECTED_BARE.finditer(text)]
+        expected = next((n for n in named if _CODE_LIKE.fullmatch(n) and n != got), None)
+    if expected is not None and got is not None and normalize(expected) == normalize(got):
+        expected = None
+    return expected, got
+
+
+_REQUIRED_KEYS = re.compile(r"(?:required|missing|mandatory)", _I)
+
+
+def _missing_required(data: Any, args_text: str, got: str | None) -> str | None:
+    """The one field a structured error lists as required (``{"required": ["a", "b"]}``) that the
+    call did not send: the name the call should have used instead of ``got``."""
+    sent = structured(args_text)
+    keys = {str(k) for k in sent} if isinstance(sent, dict) else set()
+    for key, value in walk(data):
+        if isinstance(value, list) and _REQUIRED_KEYS.search(key):
+            absent = [str(v) for v in value if v not in keys and v != got]
+            if len(absent) == 1:
+                return absent[0]
+    return None
+
+
+def _unlisted_argument(data: Any, text: str, args_text: str, allowed: list[str]) -> str | None:
+    """What the call sent that the error rejects without quoting it: the value of the field a
+    structured error files its message under, else the one sent value the error's text names
+    as a bare word, else the one sent key missing from the fields the error lists (required or
+    allowed), else the one sent key the text names."""
+    sent = structured(args_text)
+    if not isinstance(sent, dict) or not sent:
+        return None
+    keys = [str(k) for k in sent]
+    listed = set(allowed)
+    if data is not None:
+        for key, value in walk(data):
+            if isinstance(value, list) and (_REQUIRED_KEYS.search(key) or _ALLOWED_KEYS.search(key)):
+                listed |= {str(v) for v in value}
+        filed = [sent[k] for k in _message_fields(data) if k in sent]
+        if len(filed) == 1 and isinstance(filed[0], str | int | float) and not isinstance(filed[0], bool):
+            return str(filed[0])
+    values = [
+        str(v)
+        for v in sent.values()
+        if isinstance(v, str | int | float) and not isinstance(v, bool) and str(v) not in listed
+    ]
+    echoed = [v for v in values if len(v) >= 2 and _names(text, v)]
+    if len(echoed) == 1:
+        return echoed[0]
+    if listed & set(keys):
+        unlisted = [k for k in keys if k not in listed]
+        if len(unlisted) == 1:
+            return unlisted[0]
+    # keys named in the text, or in a list the error points with ({"loc": ["body", "colour"]})
+    pointed = {str(v) for _, value in walk(data) if isinstance(value, list) for v in value} if data else set()
+    named = [k for k in keys if (_names(text, k) or k in pointed) and k not in listed]
+    if len(named) != 1:
+        return None
+    # An error that names the field and lists values (none of them a field name) rejects the
+    # field's value: {"field": "size", "allowed": ["S", "M", ...]}.
+    value = sent[named[0]]
+    if allowed and isinstance(value, str | int | float) and not isinstance(value, bool):
+        return str(value)
+    return named[0]
+
+
+def _names(text: str, token: str) -> bool:
+    """Whether ``text`` contains ``token`` as a whole word (not inside a longer identifier)."""
+    return re.search(rf"(?<![\w-]){re.escape(token)}(?![\w-])", text) is not None
+
+
+def _message_fields(data: Any) -> list[str]:
+    """Keys of a structured error whose value is a message (``{"errors": {"size": ["not valid"]}}``)."""
+    out: list[str] = []
+    if isinstance(data, dict):
+        for k, v in data.items():
+            msgs = [v] if isinstance(v, str) else v if isinstance(v, list) else []
+            if msgs and all(isinstance(m, str) and " " in m.strip() for m in msgs):
+                out.append(str(k))
+            else:
+                out += _message_fields(v)
+    elif isinstance(data, list):
+        for v in data:
+            out += _message_fields(v)
+    return out
+
+
+def _in_args(value: str, args_text: str) -> bool:
+    if not args_text:
+        return False
+    data = structured(args_text)
+    if isinstance(data, dict):
+        leaves = {str(v) for _, v in walk(data) if not isinstance(v, list)} | {str(k) for k in data}
+        return value in leaves
+    return value in args_text
+
+
+def _closest_allowed(got: str | None, allowed: list[str]) -> str | None:
+    """The acceptable value that ``got`` was meant to be: the only one, else the only one sharing a
+    stem or prefix with it (``"damage"`` -> ``"DAMAGED"``, ``"promo_code"`` -> ``"promo"``...)."""
+    options = [a for a in allowed if got is None or normalize(a) != normalize(got)]
+    if len(options) == 1:
+        return options[0]
+    if not got:
+        return None
+    # The same name but for case and separators ("XLPLUS" for "XL_PLUS", "EU-WEST" for "eu_west").
+    same = [a for a in options if _squashed(a) == _squashed(got)]
+    if len(same) == 1:
+        return same[0]
+    g = {stem(t) for t in chat_tokens(got.replace("-", " ").replace("_", " "))}
+    alike = [
+        a
+        for a in options
+        if g & {stem(t) for t in chat_tokens(a.replace("-", " ").replace("_", " "))}
+        or normalize(a).startswith(normalize(got)[:4])
+        or (len(_squashed(a)) >= 3 and _squashed(got).startswith(_squashed(a)))
+    ]
+    return alike[0] if len(alike) == 1 else None
+
+
+def _squashed(value: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", value.lower())
+
+
+_ALLOWED = re.compile(
+    r"\b(?:one of|allowed(?: values| keys)?|accepted(?: values| keys)?|expected(?: keys| values| one of)?|valid (?:values|keys|options)|"
+    r"supported(?: values| keys)?|options are|possible values|choices)\s*(?::|are|is|include)\s*(?P<list>[^.;()\n]+)|"
+    r"\b(?:must be|should be)\s+one of\s*:?\s*(?P<list2>[^.;()\n]+)",
+    _I,
+)
+
+
+# A bulleted line: read as one more item of the list it continues ("Allowed:\n- A\n- B").
+_BULLET = re.compile(r"\s*\n\s*[-*\u2022]\s+")
+
+
+def allowed_values(output: str) -> list[str]:
+    """Values a tool error lists as acceptable ("must be one of P1, P2, P3", "Expected keys: 'a', 'b'",
+    ``{"allowed": ["A", "B"]}``), from a JSON body's fields and its messages' text alike."""
+    out: list[str] = []
+    data = structured(output)
+    if data is not None:
+        for key, value in walk(data):
+            if isinstance(value, list) and _ALLOWED_KEYS.search(key):
+                out += [v for v in value if v not in out]
+    text = _BULLET.sub(", ", error_text(output))
+    for m in _ALLOWED.finditer(text):
+        for part in re.split(r",|\bor\b|\band\b|\|", m.group("list") or m.group("list2") or ""):
+            part = part.strip().strip("'\"`[]{}").strip()
+            if part and len(part.split()) <= 3 and part not in out:
+                out.append(part)
+    if not out:
+        out = enumeration(text)
+    return out
+
+
+# What introduces a list in an error: a colon, an arrow or a dash ("Try: a | b", "Options -> a, b").
+_ENUMERATION = re.compile(
+    r"(?::|->|=>|\u2192|\s\u2014|\s\u2013|\s-\s|\b(?:choose|pick|select) from\b|\b(?:one|any) of\b|"
+    # "tiers are basic, silver, gold": a plural noun and "are" before the list
+    r"\b[a-z]+s\s+are\b)\s*(?P<list>[^.;:()\n>\u2192]+)",
+    _I,
+)
+# An unquoted run joined by pipes ("S|M|L"): list syntax, whatever introduces it.
+_PIPE_RUN = re.compile(r"(?<![\w|])[\w.-]+(?:\s*\|\s*[\w.-]+)+(?![\w|])")
+# ... or by semicolons with no space ("A;B;C"), the way a CSV-minded back end joins them.
+_SEMICOLON_RUN = re.compile(r"(?<![\w;])[\w.-]+(?:;[\w.-]+)+(?![\w;])")
+_LIST_SEPARATOR = re.compile(r",|\||\s/\s|\u00b7|\u2022|\bor\b|\band\b")
+_QUOTED_RUN = re.compile(
+    r"['\"`][\w./-]+['\"`](?:\s*(?:,|\||\bor\b|\band\b|,\s*or\b)\s*['\"`][\w./-]+['\"`])+"
+)
+_IDENTIFIER = re.compile(r"[\w][\w./-]*")
+
+
+def enumeration(text: str) -> list[str]:
+    """The values of a list an error introduces with a colon, an arrow or a dash, whatever its label
+    ("Accepted arguments: a, b, c", "Try -> x | y"), or that it quotes as a run ("should be 'a', 'b'
+    or 'c'"): two or more separated items, each a single identifier-like token. A colon before a
+    sentence ("Error: the request failed") introduces no list."""
+    for m in _ENUMERATION.finditer(text):
+        parts = [p.strip().strip("'\"`[]{}").strip() for p in _LIST_SEPARATOR.split(m.group("list"))]
+        parts = [p for p in parts if p]
+        if len(parts) >= 2 and all(_IDENTIFIER.fullmatch(p) for p in parts):
+            return list(dict.fromkeys(parts))
+    for m in _QUOTED_RUN.finditer(text):
+        return list(dict.fromkeys(_QUOTED_VALUE.findall(m.group(0))))
+    for m in _PIPE_RUN.finditer(text):
+        return list(dict.fromkeys(p.strip() for p in m.group(0).split("|") if p.strip()))
+    for m in _SEMICOLON_RUN.finditer(text):
+        return list(dict.fromkeys(p for p in m.group(0).split(";") if p))
+    return []
+
+
+_ERROR_KEYS = re.compile(r"^(?:errors?|fault|faultcode|faultstring|exception|error_message|error_code)$", _I)
+_FAILED_STATUS = re.compile(r"^(?:error|errors|failed|failure|rejected|invalid|denied|fault)$", _I)
+_ERROR_WORDS = re.compile(
+    r"\bvalidation (?:error|failed)\b|\bnot a valid\b|\bmust be one of\b|\b(?:is|are) required\b|\brejected\b|"
+    r"\berror\s*[:=]|\brpc error\b|\b\w+(?:Error|Exception)\b|\bdoes not exist\b|\bunrecogni[sz]ed\b|"
+    r"\bunknown (?:field|param\w*|argument|key|propert\w*|value|option)\b",
+    _I,
+)
+
+
+def looks_like_error(output: str) -> bool:
+    """Whether a tool's output is an error, read from its body whatever its format: an error or
+    fault field, a false ``ok`` / ``success``, a 4xx/5xx or failed status, items that each name an
+    argument and what is wrong with it; or error wording in plain text."""
+    data = structured(output)
+    if isinstance(data, list) and data and all(isinstance(item, dict) for item in data):
+        items = _error_items(data)
+        if items and any(_UNEXPECTED.search(said) or _MISSING.search(said) for _, said in items):
+            return True
+    if isinstance(data, dict):
+        for key, value in data.items():
+            k = str(key)
+            if _ERROR_KEYS.match(k) and value not in (None, "", [], {}, False):
+                return True
+            if k.lower() in ("ok", "success", "succeeded") and value is False:
+                return True
+            if k.lower() in ("level", "severity") and str(value).lower() in ("error", "fatal", "critical"):
+                return True
+            if k.lower() in ("status", "status_code", "code", "http_status"):
+                if isinstance(value, int) and 400 <= value < 600:
+                    return True
+                if isinstance(value, str) and (
+                    _FAILED_STATUS.match(value) or re.fullmatch(r"[45]\d\d", value)
+                ):
+                    return True
+        if isinstance(data.get("detail"), list) and _error_items(data["detail"]):
+            return True
+        return False
+    return data is None and _ERROR_WORDS.search(output or "") is not None
