@@ -40,7 +40,7 @@ from benchmarks.models.offline_policy import (
     Susceptibility,
     WorldPolicy,
 )
-from benchmarks.models.offline_prompts import read_prompt
+from benchmarks.models.offline_prompts import dice_text, read_prompt
 from causal_middleware.tasks.model import Question
 
 DEFAULT_MODEL_NAME = "offline-0"
@@ -172,7 +172,7 @@ class OfflineChatModel(BaseChatModel):
         """The reply text for ``prompt``; ``context`` (all messages) seeds the random draws."""
         view = read_prompt(prompt)
         resample = self._resample if self.temperature > 0 else None
-        dice = Dice(self.seed, context if context is not None else prompt, resample)
+        dice = Dice(self.seed, context if context is not None else dice_text(prompt), resample)
         policy: WorldPolicy | SimulatedPolicy
         policy = SimulatedPolicy(self.gold) if self.gold is not None else WorldPolicy(self.susceptibility)
         if view.task == "decide":
@@ -195,7 +195,9 @@ class OfflineChatModel(BaseChatModel):
         texts = [_content_text(m) for m in messages]
         humans = [t for m, t in zip(messages, texts, strict=True) if isinstance(m, HumanMessage)]
         prompt = humans[-1] if humans else texts[-1]
-        context = "\n\n".join(texts)
+        context = "\n\n".join(
+            dice_text(t) if isinstance(m, HumanMessage) else t for m, t in zip(messages, texts, strict=True)
+        )
         reply = self.respond(prompt, context)
         if stop:
             for token in stop:

@@ -131,3 +131,39 @@ def read_prompt(text: str) -> PromptView:
     view.facts = parse_facts(text)
     view.evidence = parse_evidence(text)
     return view
+
+
+# --- the dice's view of a prompt -----------------------------------------------------------
+# The offline model's random draws are seeded by the prompt text (``offline_policy.Dice``), so
+# rewording an agent's instructions would re-draw every simulated run. An agent that rewords a
+# prompt (for a real model's sake) registers the new template with its first wording: a prompt
+# that fills the new template is hashed as the first wording filled with the same values, and
+# every offline draw, so every published offline figure, stays as it was.
+_REWORDINGS: list[tuple[re.Pattern[str], str]] = []
+_FIELD = re.compile(r"\{(\w+)\}")
+
+
+def register_rewording(template: str, first_wording: str) -> None:
+    """Hash prompts filling ``template`` as ``first_wording`` filled with the same fields."""
+    if template == first_wording:
+        return
+    parts, names, last = [], [], 0
+    for m in _FIELD.finditer(template):
+        parts.append(re.escape(template[last : m.start()]))
+        name = m.group(1)
+        parts.append(f"(?P={name})" if name in names else f"(?P<{name}>.*?)")
+        names.append(name)
+        last = m.end()
+    parts.append(re.escape(template[last:]))
+    pattern = re.compile("".join(parts), re.DOTALL)
+    if all(p.pattern != pattern.pattern for p, _ in _REWORDINGS):
+        _REWORDINGS.append((pattern, first_wording))
+
+
+def dice_text(text: str) -> str:
+    """``text`` as the dice see it: in its first wording when it fills a reworded template."""
+    for pattern, first in _REWORDINGS:
+        m = pattern.fullmatch(text)
+        if m:
+            return first.format(**m.groupdict())
+    return text

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
+from benchmarks.models.offline_prompts import register_rewording
+
 SYSTEM = (
     "You are a careful research agent. You answer multi-hop questions by searching a text corpus "
     "one fact at a time: each search looks up one fact about one entity, and the answer found in "
@@ -33,7 +35,27 @@ ANSWER: <the final answer>
 Otherwise reply with one line giving the next search, a question about one fact of one entity:
 SUBQUERY: <the search>"""
 
+# Evidence before the sub-question and an instruction to copy the answering sentence's value:
+# with the first wording (READ_FIRST) Qwen2.5-Coder 1.5B answered NONE on 7 of 15 reads whose
+# evidence held the answer, with this one on 2 (docs/local-model.md). The offline model hashes
+# this prompt as READ_FIRST, so the rewording re-drew none of its runs.
 READ = """Question: {question}
+
+Facts found so far:
+{facts}
+
+Evidence (most relevant first):
+{evidence}
+
+Current sub-question: {sub_query}
+
+Find the sentence of the evidence that answers the current sub-question and copy its answer (a
+name, year or number). Reply with one line:
+FACT: <the answer>
+Reply FACT: NONE only if no sentence of the evidence answers it.
+You may add lines NOTE: <something useful for later searches, e.g. "X is also known as Y">."""
+
+READ_FIRST = """Question: {question}
 
 Facts found so far:
 {facts}
@@ -47,6 +69,8 @@ Answer the current sub-question from the evidence alone. Reply with one line:
 FACT: <the answer: a name, year or number>
 or, when the evidence does not say, FACT: NONE
 You may add lines NOTE: <something useful for later searches, e.g. "X is also known as Y">."""
+
+register_rewording(READ, READ_FIRST)
 
 ANSWER = """Question: {question}
 

@@ -91,8 +91,8 @@ from causal_middleware.counterfactual.candidates import candidate_steps
 from causal_middleware.counterfactual.crs import compute_crs
 from causal_middleware.counterfactual.verifiers import CallableVerifier
 from causal_middleware.spans.model import Trajectory
-from causal_middleware.tasks.model import Question
-from causal_middleware.tasks.scoring import is_correct
+from causal_middleware.tasks.model import HopGold, Question
+from causal_middleware.tasks.scoring import contains_answer, is_correct
 
 FaultPath = Literal["error", "evidence", "bridge", "answer_fact", "reading"]
 
@@ -174,6 +174,15 @@ def _cured_downstream(
         return []
     before, after = _gold_read(views, question), _gold_read(hop_views(fork), question)
     return sorted(g for g in after - before if g > gold.index)
+
+
+def _searched_a_wrong_entity(view: HopView, gold: HopGold | None, question: Question) -> bool:
+    """Whether ``view``'s sub-query names neither the entity its gold hop is about (the previous
+    gold hop's answer) nor any alias of it."""
+    if gold is None or gold.index < 2:
+        return False
+    subject = next((h for h in question.hops if h.index == gold.index - 1), None)
+    return subject is not None and not contains_answer(view.sub_query, subject.answer, subject.aliases)
 
 
 class PathAwareDiagnoser(Diagnoser):
@@ -392,9 +401,11 @@ class PathAwareDiagnoser(Diagnoser):
         last_hop: int,
         ruled_out: set[int],
         details: dict[str, Any],
+        only: set[int] | None = None,
     ) -> Suspect | None:
         """When no evidence repair confirmed a suspect: repair the readings instead, earliest hop
-        first, among the hops whose extracted fact is not their gold hop answer.
+        first, among the hops whose extracted fact is not their gold hop answer (among ``only``,
+        when given).
 
         A corpus that itself states the wrong fact defeats every re-retrieval (the clean query
         finds the same passage again), but the hop where the wrong fact entered is still the
@@ -404,21 +415,34 @@ class PathAwareDiagnoser(Diagnoser):
         if question is None or not question.hops or runner.context.adapter is None:
             return None
         golds = {v.index: gold_reading(v, question) for v in views}
+        links = bridge_links(views, question_text(runner.trajectory))
         # an attempt the agent retried (a later hop works on the same gold hop) is superseded by
-        # its retry: what the chain went on with is the retry's reading
+        # its retry: what the chain went on with is the retry's reading; unless the retry searched
+        # for a wrong entity that attempt produced (a false alias in its note), which carries the
+        # attempt's error into the retry
         last_attempt = {g.index: v.index for v in views if (g := golds[v.index]) is not None}
+        misled = {
+            link.source
+            for v in views
+            if (link := links.get(v.index)) is not None
+            and link.source is not None
+            and (gold := golds[v.index]) is not None
+            and golds.get(link.source) == gold  # a retry of the hop it took its entity from
+            and _searched_a_wrong_entity(v, gold, question)
+        }
         wrong = [
             v
             for v in views
             if (gold := golds[v.index]) is not None
-            and last_attempt[gold.index] == v.index
+            and (last_attempt[gold.index] == v.index or v.index in misled)
             and not reads_gold(v, gold)
         ]
         # a hop whose output no later hop used (a dead end the agent re-queried around) cannot have
         # carried the wrong answer; only the last hop feeds the answer directly
-        links = bridge_links(views, question_text(runner.trajectory))
         used = {link.source for link in links.values()} | {last_hop}
         wrong = [v for v in wrong if v.index in used] or wrong
+        if only is not None:
+            wrong = [v for v in wrong if v.index in only]
         cured: tuple[int, list[int]] | None = None
         for view in wrong[: self.max_reading_probes]:
             mode: ProbeMode = "frozen" if view.index == last_hop else "regenerate"
@@ -567,6 +591,22 @@ class PathAwareDiagnoser(Diagnoser):
             confirmed, ruled_out = self._probe(runner, recorded, ranked, views, question, last_hop, details)
             if confirmed is None and "budget_exhausted" not in details:
                 confirmed = self._probe_readings(runner, views, last_hop, ruled_out, details)
+            elif confirmed is not None and "budget_exhausted" not in details:
+                # a later repair that restores the answer does not clear an earlier hop whose
+                # evidence no probe could change (its re-retrieval found the same passages): the
+                # wrong fact may have entered there and a later hop's gold evidence only overrode it
+                untested = {
+                    r.hop
+                    for r in runner.records
+                    if r.uninformative and r.target == "evidence" and r.hop < confirmed.hop
+                }
+                if untested - ruled_out:
+                    earlier = self._probe_readings(
+                        runner, views, last_hop, ruled_out, details, only=untested - ruled_out
+                    )
+                    if earlier is not None:
+                        details["overrides_evidence_repair_at"] = confirmed.hop
+                        confirmed = earlier
         scores = {f"hop:{v.index}": 0.0 for v in views}
         for s in ranked:
             scores[f"hop:{s.hop}"] = round(min(1.0, s.strength / STRENGTH_ERROR), 4)

@@ -242,3 +242,153 @@ def test_a_reading_repair_that_sets_the_chain_right_is_told_apart_from_one_that_
     assert _cured_downstream(views, base, question, views[0]) == [2, 3]
     assert _cured_downstream(views, base, question, views[1]) == [3]  # gold hop 2 is its own
     assert _cured_downstream(views, run, question, views[0]) == []  # a fork as wrong as the run
+
+
+def test_a_later_restoring_repair_does_not_clear_an_earlier_hop_no_probe_could_change(monkeypatch) -> None:
+    """Hop 1's corpus passage states a wrong bridge entity, so re-retrieving it is uninformative.
+    If a later hop's evidence repair restores the answer anyway (its gold evidence overrode the
+    wrong entity), hop 1 was never tested: its reading is repaired first, and it restores."""
+    from causal_middleware.attribution.path_aware import PathAwareDiagnoser, Suspect
+
+    world = make_world()
+    run = faulted_run(world, "content_corruption", 1, persistent=True)
+    original = PathAwareDiagnoser._probe
+
+    def later_repair_restores(self, runner, *args, **kwargs):
+        _, ruled_out = original(self, runner, *args, **kwargs)
+        assert any(r.hop == 1 and r.uninformative for r in runner.records)
+        last = runner.records[-1]
+        runner.records.append(last.model_copy(update={"hop": 3, "restored": True, "uninformative": False}))
+        return Suspect(hop=3, strength=2.0, path="evidence", reasons=["hop 3's gold evidence"]), ruled_out
+
+    monkeypatch.setattr(PathAwareDiagnoser, "_probe", later_repair_restores)
+    d = get_diagnoser("path_aware").diagnose(run, context_for(world))
+    assert d.hop == 1 and d.details["overrides_evidence_repair_at"] == 3
+    assert [(p.hop, p.restored) for p in d.probes if p.target == "reading"] == [(1, True)]
+
+    # without reading probes the later repair stands
+    plain = get_diagnoser("path_aware", max_reading_probes=0).diagnose(run, context_for(world))
+    assert plain.hop == 3 and "overrides_evidence_repair_at" not in plain.details
+
+
+def test_a_later_restoring_repair_stands_when_every_earlier_hop_was_tested(monkeypatch) -> None:
+    """A fault at hop 2 whose hop-1 evidence probe ran (informative): no reading probe is added."""
+    from causal_middleware.attribution.path_aware import PathAwareDiagnoser, Suspect
+
+    world = make_world()
+    run = faulted_run(world, "stale_evidence", 2)
+    original = PathAwareDiagnoser._probe
+
+    def confirm_hop_2(self, runner, *args, **kwargs):
+        _, ruled_out = original(self, runner, *args, **kwargs)
+        assert not any(r.uninformative for r in runner.records)
+        last = runner.records[-1]
+        runner.records.append(last.model_copy(update={"hop": 2, "restored": True}))
+        return Suspect(hop=2, strength=2.0, path="evidence", reasons=["hop 2"]), ruled_out
+
+    monkeypatch.setattr(PathAwareDiagnoser, "_probe", confirm_hop_2)
+    d = get_diagnoser("path_aware").diagnose(run, context_for(world))
+    assert d.hop == 2 and not any(p.target == "reading" for p in d.probes)
+    assert "overrides_evidence_repair_at" not in d.details
+
+
+class _ReadingRunner:
+    """Just enough of a ProbeRunner for the reading stage: records which hops it is asked to set."""
+
+    def __init__(self, question, text: str, restores: int) -> None:
+        from types import SimpleNamespace
+
+        from causal_middleware.attribution.base import ProbeRecord
+
+        self.context = SimpleNamespace(question=question, adapter=object())
+        self.trajectory = SimpleNamespace(input=text)
+        self.forks: dict = {}
+        self.asked: list[int] = []
+        self._restores, self._record = restores, ProbeRecord
+
+    def probe_reading(self, hop: int, mode: str):
+        self.asked.append(hop)
+        return self._record(hop=hop, mode=mode, target="reading", restored=hop == self._restores, fact="x")
+
+
+def _mayor_chain() -> tuple:
+    from causal_middleware.attribution.hops import HopView
+    from causal_middleware.tasks.model import HopGold, Question
+
+    question = Question(
+        id="q",
+        text="Who is the mayor of the city where Rona Konani's employer is headquartered?",
+        answer="Poutrail Horakhou",
+        hops=[
+            HopGold(
+                index=1, question="Which organisation does Rona Konani work for?", answer="Toudruv Institute"
+            ),
+            HopGold(index=2, question="Where is #1 headquartered?", answer="Saishorshaim", aliases=["Kano"]),
+            HopGold(index=3, question="Who is the mayor of #2?", answer="Poutrail Horakhou"),
+        ],
+    )
+    first = [
+        HopView(index=1, sub_query="Which organisation does Rona Konani work for?", fact="Toudruv Institute"),
+        HopView(index=2, sub_query="Where is Toudruv Institute headquartered?", fact="Saishorshaim"),
+    ]
+    return question, first, HopView
+
+
+@pytest.mark.parametrize(
+    ("alias", "expected"),
+    [
+        ("Paisin", [3]),  # the retry searched for a false alias hop 3's note made up: hop 3 carries it
+        ("Kano", [4]),  # the retry searched for a true alias: it supersedes hop 3's attempt
+    ],
+)
+def test_a_retry_supersedes_its_attempt_only_when_it_searched_the_right_entity(alias: str, expected) -> None:
+    from causal_middleware.attribution.path_aware import PathAwareDiagnoser
+
+    question, views, HopView = _mayor_chain()
+    views += [
+        HopView(
+            index=3,
+            sub_query="Who is the mayor of Saishorshaim?",
+            fact=f"FACT: NONE\nNOTE: Saishorshaim is also known as {alias}",
+        ),
+        HopView(index=4, sub_query=f"Who is the mayor of {alias}?", fact="Nouma Graja"),
+    ]
+    runner = _ReadingRunner(question, question.text, restores=expected[0])
+    found = PathAwareDiagnoser()._probe_readings(runner, views, 4, set(), {})
+    assert runner.asked == expected and found is not None and found.hop == expected[0]
+
+
+def test_a_hop_aligned_to_another_gold_hop_is_not_a_retry_of_its_source() -> None:
+    """A question that asks the same relation twice: hop 2 (a search for hop 1's true alias)
+    aligns to gold hop 3, not to hop 1's gold hop, so it does not make hop 1 a misled attempt."""
+    from causal_middleware.attribution.hops import HopView
+    from causal_middleware.attribution.path_aware import PathAwareDiagnoser
+    from causal_middleware.tasks.model import HopGold, Question
+
+    question = Question(
+        id="q",
+        text="Which organisation does the founder of the employer of Mefu Jakbemfi work for?",
+        answer="Toudruv Institute",
+        hops=[
+            HopGold(
+                index=1,
+                question="Which organisation does Mefu Jakbemfi work for?",
+                answer="Pikstebus College",
+            ),
+            HopGold(index=2, question="Who founded #1?", answer="Rona Konani"),
+            HopGold(index=3, question="Which organisation does #2 work for?", answer="Toudruv Institute"),
+        ],
+    )
+    views = [
+        HopView(
+            index=1,
+            sub_query="Which organisation does Mefu Jakbemfi work for?",
+            fact="FACT: NONE\nNOTE: Mefu Jakbemfi is also known as Brethaik",
+        ),
+        HopView(index=2, sub_query="Which organisation does Brethaik work for?", fact="FACT: NONE"),
+        HopView(index=3, sub_query="Mefu Jakbemfi employer employed works for", fact="FACT: NONE"),
+        HopView(index=4, sub_query="Brethaik employer employed works for", fact="Pikstebus College"),
+    ]
+    runner = _ReadingRunner(question, question.text, restores=0)
+    PathAwareDiagnoser()._probe_readings(runner, views, 4, set(), {})
+    assert 1 not in runner.asked
