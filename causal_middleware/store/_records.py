@@ -80,6 +80,22 @@ def span_record(
     ``events``, ``links`` and ``resource`` must be the caller's own objects (they are kept)."""
     event_models = _items(events, SpanEvent, _EVENT_FIELDS, _EVENT_TYPES)
     link_models = _items(links, SpanLink, _LINK_FIELDS, _LINK_TYPES)
+    values = {
+        "trace_id": trace_id,
+        "span_id": span_id,
+        "parent_span_id": parent_span_id,
+        "name": name,
+        "kind": kind,
+        "start_time_ns": start_time_ns,
+        "end_time_ns": end_time_ns,
+        "status_code": status_code,
+        "status_message": status_message,
+        "attributes": attributes,
+        "events": events,
+        "links": links,
+        "resource": resource,
+        "scope": scope,
+    }
     if (
         type(trace_id) is str
         and _TRACE_ID.fullmatch(trace_id)
@@ -100,44 +116,9 @@ def span_record(
         and type(resource) is dict
         and (scope is None or type(scope) is str)
     ):
-        return _built(  # type: ignore[no-any-return]
-            SpanRecord,
-            {
-                "trace_id": trace_id,
-                "span_id": span_id,
-                "parent_span_id": parent_span_id,
-                "name": name,
-                "kind": kind,
-                "start_time_ns": start_time_ns,
-                "end_time_ns": end_time_ns,
-                "status_code": status_code,
-                "status_message": status_message,
-                "attributes": attributes,
-                "events": event_models,
-                "links": link_models,
-                "resource": resource,
-                "scope": scope,
-            },
-            _RECORD_FIELDS,
-        )
-    return SpanRecord.model_validate(
-        {
-            "trace_id": trace_id,
-            "span_id": span_id,
-            "parent_span_id": parent_span_id,
-            "name": name,
-            "kind": kind,
-            "start_time_ns": start_time_ns,
-            "end_time_ns": end_time_ns,
-            "status_code": status_code,
-            "status_message": status_message,
-            "attributes": attributes,
-            "events": events,
-            "links": links,
-            "resource": resource,
-            "scope": scope,
-        }
-    )
+        values["events"], values["links"] = event_models, link_models
+        return _built(SpanRecord, values, _RECORD_FIELDS)  # type: ignore[no-any-return]
+    return SpanRecord.model_validate(values)
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
