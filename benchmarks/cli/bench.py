@@ -348,19 +348,23 @@ def run_faults(p: dict[str, Any]) -> dict[str, Any]:
 
 def run_fp(p: dict[str, Any]) -> dict[str, Any]:
     """The attribution benchmark; ``p`` keys mirror ``bench fp``'s options (``store``: a SQLite path)."""
-    from benchmarks.cli.executor import ReferenceEnvSpec, close_executor, make_executor
+    from benchmarks.cli.executor import ReferenceEnvSpec, close_executor, make_executor, resolve_executor
     from benchmarks.cli.inject import checkpoint_path, load_dataset
     from benchmarks.suites.fp import run_fp_bench
 
     seed, workers = p.get("seed", 0), p.get("workers", 2)
     dataset_name = p.get("dataset", "world")
     hops = p.get("hops", 3) if dataset_name == "world" else None
-    executor_name = p.get("executor", "local")
+    requested = p.get("executor", "local")
     model_spec, plan = p.get("model") or "offline", p.get("plan", "model")
     _check_plan(plan, dataset_name)
-    if executor_name != "local" and (
+    local_only = bool(
         p.get("store") or p.get("judge") or model_spec != "offline" or plan != "model" or p.get("natural")
-    ):
+    )
+    executor_name = resolve_executor(
+        requested, workers=workers, n_items=p.get("n", 80), local_only=local_only
+    )
+    if executor_name != "local" and local_only:
         raise ValueError(
             f"--executor {executor_name} runs without --store, --judge, --model, --plan gold and --natural "
             "(they need --executor local)"
@@ -426,6 +430,7 @@ def run_fp(p: dict[str, Any]) -> dict[str, Any]:
                 "budget": p.get("budget", 4),
                 "store": p.get("store"),
                 "executor": executor_name,
+                "executor_requested": requested,
                 "model": model_spec,
                 "plan": plan,
                 "mode": agent_mode(model_spec, dataset_name, plan),
@@ -460,7 +465,7 @@ def load_judge(spec: str) -> Any:
 
 
 def run_repair(p: dict[str, Any]) -> dict[str, Any]:
-    from benchmarks.cli.executor import ReferenceEnvSpec, close_executor, make_executor
+    from benchmarks.cli.executor import ReferenceEnvSpec, close_executor, make_executor, resolve_executor
     from benchmarks.models.offline import OfflineChatModel
     from benchmarks.reference_agent.adapter import reference_sweep_environment
     from benchmarks.suites.repair import DEFAULT_FAMILIES, run_repair_bench
@@ -470,14 +475,25 @@ def run_repair(p: dict[str, Any]) -> dict[str, Any]:
 
     seed = p.get("seed", 0)
     temperature = p.get("temperature", 0.0)
-    executor_name = p.get("executor", "local")
+    requested = p.get("executor", "local")
     model_spec, plan = p.get("model") or "offline", p.get("plan", "model")
+    proposer_spec, validator_spec = p.get("proposer") or "offline", p.get("validator")
+    local_only = bool(
+        temperature
+        or model_spec != "offline"
+        or plan != "model"
+        or proposer_spec != "offline"
+        or validator_spec
+    )
+    # the remote path runs the sweep and the repairs in two workers (ReferenceEnvSpec below)
+    executor_name = resolve_executor(
+        requested, workers=2, n_items=p.get("inject_questions", 20), local_only=local_only
+    )
     if executor_name != "local" and (temperature or model_spec != "offline" or plan != "model"):
         # the sampling model's draws depend on the order of every call in the process
         raise ValueError(f"--executor {executor_name} runs the offline model at --temperature 0 only")
     if model_spec != "offline" and temperature:
         raise ValueError("--temperature is the offline model's; a --model samples with its own settings")
-    proposer_spec, validator_spec = p.get("proposer") or "offline", p.get("validator")
     if executor_name != "local" and (proposer_spec != "offline" or validator_spec):
         raise ValueError(f"--executor {executor_name} repairs with the offline proposer and no --validator")
     proposer, validator = repair_models(proposer_spec, validator_spec, seed=seed)
@@ -518,6 +534,7 @@ def run_repair(p: dict[str, Any]) -> dict[str, Any]:
         env.close()
     results["config"]["temperature"] = temperature
     results["config"]["executor"] = executor_name
+    results["config"]["executor_requested"] = requested
     results["config"]["model"] = model_spec
     results["config"]["plan"] = plan
     results["config"]["mode"] = agent_mode(model_spec, "world", plan)
@@ -837,7 +854,7 @@ def _register_fp(sub: Any) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="world, model, fault and bootstrap seed (default 0)")
     p.add_argument("--workers", type=int, default=2, help="questions injected in parallel (default 2)")
-    add_executor_args(p)
+    add_executor_args(p, default="auto")
     p.add_argument("--k", type=int, default=5, help="passages per retrieval (default 5)")
     p.add_argument("--budget", type=int, default=4, help="searches per question (default 4)")
     p.add_argument(

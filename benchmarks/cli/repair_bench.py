@@ -65,7 +65,7 @@ def register_bench(bench_subparsers: Any) -> None:
         help="a chat model (as --model) for CausalFlow's proposer / critic / meta-critic validation of "
         "each re-validated repair (default: none, re-execution only)",
     )
-    add_executor_args(p)
+    add_executor_args(p, default="auto")
     add_json_arg(p)
     p.set_defaults(func=_bench)
 

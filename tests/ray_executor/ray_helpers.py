@@ -1,4 +1,5 @@
-"""What must be equal between executors: everything but timings, run ids and the executor's name."""
+"""What must be equal between executors: everything but timings, run ids and the executor's name
+(asked for and resolved)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ def fp_comparable(results: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(results)
     out.pop("timing")
     out["config"].pop("executor", None)
+    out["config"].pop("executor_requested", None)
     for key in ("elapsed_s", "cpu_s"):
         out["sweep"].pop(key)
     for trace in out["traces"]:
@@ -24,6 +26,7 @@ def repair_comparable(results: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(results)
     out.pop("elapsed_s")
     out["config"].pop("executor", None)
+    out["config"].pop("executor_requested", None)
     for row in out["runs"]:
         row.pop("run_id")
         row.pop("elapsed_s")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 import sys
 import threading
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 from ray_helpers import unit_records
 
-from benchmarks.cli.executor import ReferenceEnvSpec
+from benchmarks.cli.executor import AUTO_MIN_ITEMS, ReferenceEnvSpec, resolve_executor
 from causal_middleware.cli.main import main
 from causal_middleware.faults.distributed import worker_environment
 from causal_middleware.faults.executor import ThreadExecutor
@@ -123,3 +124,46 @@ def test_cli_rejects_bad_executor_combinations(capsys: pytest.CaptureFixture[str
     assert main(["inject", "--n", "2", "--store", str(tmp_path / "i.db"), "--address", "auto"]) == 2
     with pytest.raises(SystemExit):
         main(["bench", "fp", "--executor", "dask"])
+
+
+@pytest.mark.parametrize(
+    ("name", "workers", "n_items", "local_only", "cores", "expected"),
+    [
+        ("auto", 2, 80, False, 2, "process"),
+        ("auto", 2, 80, True, 2, "local"),  # --store, --judge, --model...: one process
+        ("auto", 1, 80, False, 2, "local"),
+        ("auto", 2, 80, False, 1, "local"),
+        ("auto", 2, AUTO_MIN_ITEMS - 1, False, 2, "local"),
+        ("auto", 2, AUTO_MIN_ITEMS, False, 4, "process"),
+        ("local", 2, 80, False, 2, "local"),
+        ("process", 1, 1, False, 1, "process"),  # an explicit choice is kept
+        ("ray", 2, 80, True, 2, "ray"),
+    ],
+)
+def test_auto_executor_picks_processes_only_where_they_can_run_and_pay(
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    workers: int,
+    n_items: int,
+    local_only: bool,
+    cores: int,
+    expected: str,
+) -> None:
+    monkeypatch.setattr("benchmarks.cli.executor.os.cpu_count", lambda: cores)
+    assert resolve_executor(name, workers=workers, n_items=n_items, local_only=local_only) == expected
+
+
+def test_bench_fp_defaults_to_auto_and_records_what_it_resolved_to(tmp_path: Any) -> None:
+    from benchmarks.cli.bench import run_fp
+
+    out = tmp_path / "fp.json"
+    # a store keeps the run in this process: auto must fall back to threads, not refuse
+    argv = ["bench", "fp", "--n", "2", "--hops", "2", "--depths", "1", "--faults", "structural"]
+    argv += ["--diagnosers", "coverage", "--bootstrap", "20", "--no-progress", "--out", str(out)]
+    assert main([*argv, "--store", str(tmp_path / "s.db")]) == 0
+    config = json.loads(out.read_text())["config"]
+    assert (config["executor_requested"], config["executor"]) == ("auto", "local")
+    small = run_fp(
+        {"n": 2, "hops": 2, "depths": [1], "diagnosers": ["coverage"], "bootstrap_B": 20, "executor": "auto"}
+    )
+    assert (small["config"]["executor_requested"], small["config"]["executor"]) == ("auto", "local")
