@@ -60,7 +60,7 @@ test-model: $(STAMP)
 
 test: lint typecheck unit
 
-# Every benchmark, JSON results in bench-results/ (about 20 minutes on 2 cores).
+# Every benchmark, JSON results in bench-results/ (about 25 minutes on 2 cores).
 bench: $(STAMP) $(PHOENIX_STAMP)
 	mkdir -p bench-results
 	$(VENV)/bin/causal-mw bench all --out bench-results

@@ -1,4 +1,5 @@
-"""``python -m benchmarks.perf --out DIR [--quick] [--n N] [--no-before] [--only PART] [--store-runs N]``
+"""``python -m benchmarks.perf --out DIR [--quick] [--n N] [--no-before] [--only PART] [--store-runs N]
+[--before-ref REF] [--fp-before-ref REF]``
 
 Writes ``DIR/perf.json`` and prints every figure of issue 16's "Measured" list beside the
 issue's "today" figure and its target. Parts (each a module of this package):
@@ -10,6 +11,9 @@ issue's "today" figure and its target. Parts (each a module of this package):
 * ``store``: the span store at N synthesised runs (default 10,000; ``--quick`` 2,000): ingest,
   bytes per span, listing / filter / ``get_trajectory`` p50s, against git ``HEAD``'s store;
 * ``forks``: a fork's fixed cost, ``frozen`` / ``regenerate`` forks against a fresh run;
+* ``fp_wall``: ``bench fp --n 80`` (``--quick``: 20) wall time, run as child processes: this
+  checkout's default executor, its threads, and ``--fp-before-ref``'s code (the revision issue 16
+  timed), with their accuracy figures compared (:mod:`benchmarks.perf.fp_wall`; about 5 minutes);
 * ``--store-runs N`` adds ``store_scale``: a store of N runs synthesised inside SQLite from real
   runs (:mod:`benchmarks.perf.scale_store`; 1,000,000 runs is about 26 GB and 10 minutes here),
   its listing / filter / page / ``get_trajectory`` p50s and the ingest rate of its sample; the
@@ -30,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-PARTS = ("overhead", "redaction", "store", "forks")
+PARTS = ("overhead", "redaction", "store", "forks", "fp_wall")
 
 
 def _get(data: dict[str, Any], path: str) -> Any:
@@ -183,6 +187,10 @@ ROWS: tuple[tuple[str, str, float | None, str, str], ...] = (
     ("frozen fork at hop 1 / fresh run", "1.10x", 0.3, "forks.after.frozen_hop1_x_fresh", "<="),
     ("regenerate fork at hop 1 / fresh run", "1.52x", 1.1, "forks.after.regenerate_hop1_x_fresh", "<="),
     ("reading a fork again, ms", "-", None, "forks.after.read_fork_ms", ""),
+    ("bench fp wall time, s (default executor)", "-", None, "fp_wall.runs.auto.wall_s", ""),
+    ("bench fp wall time, s (--executor local: threads)", "-", None, "fp_wall.runs.local.wall_s", ""),
+    ("bench fp wall time, s (--fp-before-ref's code)", "-", None, "fp_wall.runs.before.wall_s", ""),
+    ("bench fp wall time, now / --fp-before-ref's", "-", 0.5, "fp_wall.auto_over_before", "<="),
     # the same figures for --before-ref's code, measured in the same process (when it loads)
     (
         "before-ref: graph (a) default overhead / floor",
@@ -356,6 +364,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="REF",
         help="git revision whose store, redactor and fork path are the in-process 'before' (default HEAD)",
     )
+    parser.add_argument(
+        "--fp-before-ref",
+        default=None,
+        metavar="REF",
+        help="git revision whose bench fp the fp_wall part times beside this checkout's "
+        "(default 7e0c7d2, the revision issue 16 measured; 'none' to skip it)",
+    )
     args = parser.parse_args(argv)
     n_runs = args.n if args.n is not None else (2_000 if args.quick else 10_000)
     if n_runs < 10:
@@ -374,13 +389,23 @@ def main(argv: list[str] | None = None) -> int:
             f"error: --before-ref {args.before_ref!r} is not a git revision of this checkout", file=sys.stderr
         )
         return 2
+    from .fp_wall import ISSUE_REVISION
+
+    fp_before = args.fp_before_ref or ISSUE_REVISION
+    if fp_before.lower() == "none":
+        fp_before = ""
+    elif args.fp_before_ref and not _known_revision(fp_before):
+        print(f"error: --fp-before-ref {fp_before!r} is not a git revision of this checkout", file=sys.stderr)
+        return 2
+    elif not _known_revision(fp_before):
+        fp_before = ""  # a shallow clone without the issue's revision: no 'before' run
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         print(f"error: cannot create --out folder {out}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    from . import forks, overhead, redaction, scale_store, store
+    from . import forks, fp_wall, overhead, redaction, scale_store, store
 
     result: dict[str, Any] = {"cpus": os.cpu_count(), "quick": args.quick}
     for part in [p for p in args.only or PARTS if p in PARTS]:
@@ -391,6 +416,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         elif part == "overhead":
             result[part] = overhead.run(quick=args.quick, before_ref=args.before_ref)
+        elif part == "fp_wall":
+            result[part] = fp_wall.run(quick=args.quick, before_ref=fp_before or None)
         else:
             module = {"redaction": redaction, "forks": forks}[part]
             result[part] = module.run(quick=args.quick, before_ref=args.before_ref)

@@ -60,7 +60,24 @@ def test_bad_arguments_exit_2_with_one_line(tmp_path: Path, capsys: pytest.Captu
     assert "cannot create --out folder" in capsys.readouterr().err
     assert cli.main(["--out", str(tmp_path), "--before-ref", "no-such-revision"]) == 2
     assert "--before-ref 'no-such-revision' is not a git revision" in capsys.readouterr().err
+    assert cli.main(["--out", str(tmp_path), "--fp-before-ref", "no-such-revision"]) == 2
+    assert "--fp-before-ref 'no-such-revision' is not a git revision" in capsys.readouterr().err
     assert cli.main(["--out", str(tmp_path), "--store-runs", "5"]) == 2
     assert capsys.readouterr().err.strip() == "error: --store-runs must be at least 2000 (its sample), got 5"
     assert cli.main(["--out", str(tmp_path), "--only", "store_scale"]) == 2
     assert capsys.readouterr().err.strip() == "error: --only store_scale needs --store-runs N"
+
+
+def test_the_fp_wall_part_times_bench_fp_three_ways_with_equal_results() -> None:
+    from benchmarks.perf import fp_wall
+
+    before = fp_wall.ISSUE_REVISION if cli._known_revision(fp_wall.ISSUE_REVISION) else None
+    result = fp_wall.run(n=2, before_ref=before)
+    assert result["n"] == 2 and set(result["runs"]) >= {"local", "auto"}
+    assert all(r["wall_s"] > r["bench_total_s"] > 0 for r in result["runs"].values())
+    # two questions: auto stays on threads (spawning workers would cost more than it saves)
+    assert result["runs"]["auto"]["executor"] == result["runs"]["local"]["executor"] == "local"
+    assert result["same_results_local_auto"] is True
+    if before is not None:
+        assert result["before_ref"] == before and result["auto_over_before"] > 0
+        assert "path_aware" in result["diagnosers_same_as_before"] + result["diagnosers_changed_since_before"]
