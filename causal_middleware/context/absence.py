@@ -6,7 +6,13 @@ import re
 
 from causal_middleware.context.conversation import Conversation, ConversationNode, NodeType
 from causal_middleware.context.signals import Signal, SignalType
-from causal_middleware.context.statements import REPORTED, STATEMENT, statement_kind
+from causal_middleware.context.statements import (
+    EXPERIENCED,
+    REPORTED,
+    STATEMENT,
+    asks_for_information,
+    statement_kind,
+)
 from causal_middleware.context.text import (
     MEASURED_KINDS,
     QUESTION_WORDS,
@@ -30,6 +36,7 @@ AGENT_FAILED = re.compile(
     _I,
 )
 
+_COUNT = re.compile(r"\d{1,4}(?:\.\d+)?")
 _NEGATION = re.compile(r"\b(?:no|not|nothing|none|never|nowhere|cannot|without)\b|n't\b", _I)
 
 
@@ -50,7 +57,10 @@ _OWN_SOURCES = re.compile(r"\b(?:i|i'm|i've|my|our\s+[a-z]+)\b", _I)
 # ... whose negation bears on the thing asked: an anaphor or an indefinite in the same clause
 # ("I don't have that", "our pages don't cover it", "my search returned nothing").
 _NEGATED_OBJECT = re.compile(
-    r"\bnothing\b|(?:n't|\bnot|\bno|\bnever)\b[^,.;!?]*\b(?:that|this|it|anything|any|something|one)\b", _I
+    r"\bnothing\b|(?:n't|\bnot|\bno|\bnever)\b[^,.;!?]*\b(?:that|this|it|anything|any|something|one)\b|"
+    # ... or an anaphoric subject of the negation ("that isn't covered in the pages I have")
+    r"\b(?:that|this|it)(?:'s|\s+is|\s+was|\s+isn't|\s+wasn't)\s*(?:not\b|(?<=n't))",
+    _I,
 )
 
 
@@ -61,6 +71,27 @@ _EMBEDDED_ASSERTION = re.compile(
     r"\b(?:i|we)\s+(?:\w+\s+)?(?:think|believe|guess|reckon|know|remember|recall|thought|understood|heard)\b",
     _I,
 )
+
+
+def _appended_value(sentence: str) -> bool:
+    """The sentence ends in a value set off by a colon or a dash ("I found it in an old letter:
+    $12.00", "what the form says - 5 days"): an apposition that states the value, whatever frame
+    the sentence opens with."""
+    m = re.search(r"(?::|\s[-\u2013\u2014])\s*([^:]+?)[.!]*\s*$", sentence)
+    if m is None or len(m.group(1).split()) > 5:
+        return False
+    tail = m.group(1).strip(" .!")
+    values = find_values(tail)
+    if not values:
+        return False
+    if len(values) == 1 and values[0][1].lower() == tail.lower():
+        return True  # the value alone ("...: 2.00")
+    # a measured value opens or closes it ("1.25% per month", "8th day of classes", "about $12.00");
+    # a bare number after a noun labels something ("room 12")
+    first, last = values[0], values[-1]
+    return (first[0] in MEASURED_KINDS and tail.lower().startswith(first[1].lower())) or (
+        last[0] in MEASURED_KINDS and tail.lower().endswith(last[1].lower())
+    )
 
 
 def _states_measured_value(reply: str) -> bool:
@@ -78,7 +109,12 @@ def states_absence(reply: str, asked: str | list[str]) -> bool:
     text = expand_informal(reply)
     if not _NEGATION.search(text) or text.rstrip().endswith("?"):
         return False
-    if any(kind in MEASURED_KINDS for kind, _ in find_values(text)):
+    # a reply that states a measured value or a count answered ("at least 12 credits and no failed
+    # courses"): its negation is part of the answer
+    if any(
+        kind in MEASURED_KINDS or (kind == "number" and _COUNT.fullmatch(span))
+        for kind, span in find_values(text)
+    ):
         return False
     if _NEGATED_SEARCH.search(text) or (_OWN_SOURCES.search(text) and _NEGATED_OBJECT.search(text)):
         return True
@@ -113,8 +149,16 @@ def supplied_answers(conversation: Conversation, found: list[Signal]) -> list[Si
                     or REPORTED.search(sent)
                     # "I'm pretty sure it's 2 hours": a personal frame around an assertion
                     or (statement_kind(sent) == "personal" and _EMBEDDED_ASSERTION.search(sent))
+                    # "I paid $12 a day last time": the user's own experience of the value
+                    or EXPERIENCED.search(sent)
+                    # "I found it in an old email: $12.00": the value set off by a colon closes it
+                    or _appended_value(sent)
                 )
             ]
+            opening = sentences(n.content)[:1]
+            if opening and asks_for_information(opening[0]):
+                # a new question first ("what is his balance? his number is 4007"): its details supply nothing
+                statements = []
             failed = last_agent is not None and (
                 bool(AGENT_FAILED.search(last_agent.content))
                 and not _states_measured_value(last_agent.content)

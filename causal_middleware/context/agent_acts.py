@@ -40,9 +40,21 @@ def agent_act(answer: str) -> str | None:
         if _DONE.search(sent):
             return sent.strip()
         m = _COMMITMENT.search(sent)
-        if m and find_values(m.group("rest")) and not _HEDGED.search(sent):
+        if (
+            m
+            and (find_values(m.group("rest")) or _ASSURED.search(m.group("rest")))
+            and not _HEDGED.search(sent)
+        ):
             return sent.strip()
     return None
+
+
+# An outcome promised with certainty, value or not ("it will definitely be approved").
+_ASSURED = re.compile(
+    r"\b(?:definitely|certainly|surely|for sure|guaranteed|100%|without (?:a )?doubt)\b", _I
+)
+# The agent's words quoted back ("where you said it'd be ...", "you told me it would ...").
+_QUOTED_BACK = re.compile(r"\byou\s+(?:said|told me|promised|claimed|assured me)\b(?P<rest>[^.;!?]*)", _I)
 
 
 # A state the user reports as persisting ("it still shows the charge", "still no reply").
@@ -80,6 +92,9 @@ def disputes_act(reply: str, answer: str) -> bool:
     act_terms = set(term_seq(act))
     reply_terms = set(term_seq(reply))
     for sent in sentences(reply):
+        quoted = _QUOTED_BACK.search(sent)
+        if quoted and share_stem(set(term_seq(quoted.group("rest"))), act_terms):
+            return True  # the promise held up against the user ("... this chat where you said it'd be approved?")
         body = lead_stripped(_LEAD.sub("", sent.strip()))
         echo = body.endswith("?") and not _QUESTION_OPENING.match(body) and not _FINITE.search(body)
         if echo and share_stem(set(term_seq(body)), act_terms):

@@ -33,6 +33,26 @@ STATUS_RANK = {
     "obsolete": 0,
     "superseded": 0,
     "retired": 0,
+    # the same ranks in other workspaces' words
+    "live": 2,
+    "final": 2,
+    "valid": 2,
+    "in force": 2,
+    "effective": 2,
+    "canonical": 3,
+    "authoritative": 3,
+    "pending": 1,
+    "wip": 1,
+    "unpublished": 1,
+    "in review": 1,
+    "under review": 1,
+    "withdrawn": 0,
+    "expired": 0,
+    "inactive": 0,
+    "outdated": 0,
+    "legacy": 0,
+    "replaced": 0,
+    "historical": 0,
 }
 LEVEL_RANK = {
     "organization": 4,
@@ -51,6 +71,20 @@ LEVEL_RANK = {
 }
 
 
+# Each field under the names workspaces give it; the first key present wins, the usual one first.
+_ID = ("id", "page_id", "doc_id", "article_id", "entry_id")
+_STATUS = ("status", "state", "lifecycle", "publication_status", "review_status")
+_LEVEL = ("level", "scope", "tier")
+_OWNER = ("owner", "owned_by", "maintained_by", "maintainer", "owning_team")
+_SUPERSEDES = ("supersedes", "replaces", "obsoletes")
+_SUPERSEDED_BY = ("superseded_by", "replaced_by", "obsoleted_by", "successor")
+
+
+def _first(meta: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    lowered = {str(k).lower(): v for k, v in meta.items()}
+    return next((lowered[k] for k in keys if lowered.get(k)), None)
+
+
 class SourceInfo(BaseModel):
     """The metadata authority is decided on (any missing field is neutral)."""
 
@@ -65,16 +99,18 @@ class SourceInfo(BaseModel):
 
     @classmethod
     def from_metadata(cls, path: str, meta: dict[str, Any]) -> SourceInfo:
-        sup = meta.get("supersedes") or []
+        sup = _first(meta, _SUPERSEDES) or []
+        ident, status, level = _first(meta, _ID), _first(meta, _STATUS), _first(meta, _LEVEL)
+        owner, successor = _first(meta, _OWNER), _first(meta, _SUPERSEDED_BY)
         return cls(
             path=path,
-            id=str(meta["id"]) if meta.get("id") else None,
-            status=str(meta["status"]) if meta.get("status") else None,
-            level=str(meta["level"]) if meta.get("level") else None,
+            id=str(ident) if ident else None,
+            status=str(status) if status else None,
+            level=str(level) if level else None,
             modified=change_date(meta),
-            owner=str(meta["owner"]) if meta.get("owner") else None,
+            owner=str(owner) if owner else None,
             supersedes=[str(s) for s in ([sup] if isinstance(sup, str) else sup)],
-            superseded_by=str(meta["superseded_by"]) if meta.get("superseded_by") else None,
+            superseded_by=str(successor) if successor else None,
         )
 
     def names(self) -> set[str]:

@@ -8,6 +8,7 @@ from causal_middleware.context.conversation import Conversation
 from causal_middleware.context.replies import replies
 from causal_middleware.context.signals import Signal, SignalType
 from causal_middleware.context.statements import (
+    EXPERIENCED,
     LEAD_IN,
     REPORTED,
     STATEMENT,
@@ -22,6 +23,7 @@ from causal_middleware.context.text import (
     quote,
     same_value,
     sentences,
+    stem,
     term_seq,
 )
 
@@ -36,7 +38,11 @@ _HYPOTHETICAL = re.compile(r"\b(?:would|could|might)(?:'ve|\s+have)\b|^if\b|\bwi
 # ("30 days, surely?", "30 days, right?").
 _PROPOSAL = re.compile(
     r"^(?:isn't|wasn't|aren't|weren't|doesn't|didn't|hasn't|haven't|shouldn't|won't)\s+(?:it|that|this|they)\b|"
-    r",\s*(?:surely|right|no|correct|isn't it|wasn't it|aren't they)\s*\?+\s*$",
+    # a belief put as a question ("I thought it was 12 hours now?")
+    r"^i\s+(?:thought|believed|was told|heard)\b|"
+    r",\s*(?:surely|right|no|correct|isn't it|wasn't it|aren't they)\s*\?+\s*$|"
+    # any negative tag ("..., hasn't it?", "..., didn't they?")
+    r",\s*(?:is|was|are|were|has|have|had|does|do|did|would|could|should)n't\s+(?:it|that|this|they)\s*\?+\s*$",
     _I,
 )
 # A value stated for the answer's subject inside a longer sentence ("last time I looked it was 30
@@ -63,12 +69,14 @@ def contradictions(conversation: Conversation, found: list[Signal]) -> list[Sign
     out = []
     for last_agent, n in replies(conversation, found):
         opening = sentences(n.content)[:1]
-        if opening and asks_for_information(opening[0]):
-            # a turn that opens with a new question or request: its values are that request's details
+        if opening and (asks_for_information(opening[0]) or statement_kind(opening[0]) == "request"):
+            # a turn that opens with a new question or request ("I'd like to book ... on Dec 8"):
+            # its values are that request's details
             continue
         said = find_values(last_agent.content)
         said_strong = [(k, v) for k, v in said if k in CONTRADICTION_KINDS]
         answer_terms = set(term_seq(last_agent.content))
+        hit: tuple[str, list[str], float] | None = None
         for sent in sentences(n.content):
             shape = statement_kind(sent)
             body = LEAD_IN.sub("", expand_informal(sent).strip())
@@ -76,6 +84,10 @@ def contradictions(conversation: Conversation, found: list[Signal]) -> list[Sign
                 shape = "assertion"
             if shape in ("question", "request") or _HYPOTHETICAL.search(body):
                 continue
+            if "?" not in n.content and (
+                hit := _same_attribute(sent, last_agent.content) or _same_counted(sent, last_agent.content)
+            ):
+                break
             values = in_answer_units(find_values(sent), said)
             if not any(same_value(v, a) for _, v in values for _, a in said):
                 # no contrast with the answer's own value: only numbers in complement position
@@ -92,7 +104,7 @@ def contradictions(conversation: Conversation, found: list[Signal]) -> list[Sign
             # an assertion about the world whatever the sentence opens with.
             # "last week I paid X", "I've always been charged X": the user's own experience of it
             # (an experience told before a question sets the scene for it, it disputes nothing)
-            reported = bool(REPORTED.search(sent) or (_EXPERIENCED.search(sent) and "?" not in n.content))
+            reported = bool(REPORTED.search(sent) or (EXPERIENCED.search(sent) and "?" not in n.content))
             stated = stated or reported
             if not (contrast or shape == "assertion" or (stated and (refers or reported))):
                 continue
@@ -115,20 +127,120 @@ def contradictions(conversation: Conversation, found: list[Signal]) -> list[Sign
                     ),
                     None,
                 )
-            if hit is None and not said_strong and stated and (refers or contrast):
+            # "My GPA is 3.1. What can I do?": the user's own figure sets the scene for a question
+            own_case = shape == "personal" and "?" in n.content and not reported
+            if hit is None and not said_strong and stated and (refers or contrast) and not own_case:
                 hit = _other_count(values, said)
             if hit:
-                out.append(
-                    Signal(
-                        type=SignalType.CORRECTION,
-                        turn=n.turn,
-                        node_id=n.id,
-                        evidence=quote(f"{n.content} (the agent said {hit[1][0]})"),
-                        confidence=hit[2],
-                    )
-                )
                 break
+        if hit is None:
+            hit = _turn_contrast(n.content, said)
+        if hit is None and "?" not in n.content:
+            hit = _despite(n.content, last_agent.content)
+        if hit:
+            out.append(
+                Signal(
+                    type=SignalType.CORRECTION,
+                    turn=n.turn,
+                    node_id=n.id,
+                    evidence=quote(f"{n.content} (the agent said {hit[1][0]})"),
+                    confidence=hit[2],
+                )
+            )
     return out
+
+
+# A question that asks for the reason of what the agent said ("why do you say ...", "how come ...").
+_WHY_QUESTION = re.compile(r"\b(?:why|how come)\b", _I)
+# A clause boundary inside a sentence: a comma, a semicolon or a dash.
+_CLAUSE = re.compile(r"\s*(?:[,;]|\s[-\u2013\u2014])\s+")
+
+
+def _turn_contrast(text: str, said: list[tuple[str, str]]) -> tuple[str, list[str], float] | None:
+    """The turn names the answer's own value and, in another clause that states something (not
+    the question it ends with, not a request or a hypothetical), a different value of the same
+    kind: "30 hours was the old rule. They changed it to 24 hours.", "the email says 5 days, why do
+    you say 3 days?". The two values side by side are the contrast, whatever the wording."""
+    measured = [(k, v) for k, v in said if k in CONTRADICTION_KINDS]
+    if not measured:
+        return None
+    values = find_values(text)
+    if not any(same_value(v, a) for _, v in values for _, a in measured):
+        return None
+    for sent in sentences(text):
+        clauses = [c for c in _CLAUSE.split(sent) if c.strip()]
+        if sent.rstrip().endswith("?"):
+            if _WHY_QUESTION.search(sent):
+                # "how come you said €15 when the sign says €20?": a why-question holding both
+                # values challenges the answer's
+                clauses = [_WHY_QUESTION.sub("", sent)]
+            else:
+                clauses = clauses[:-1]  # the question itself
+        for clause in clauses:
+            body = LEAD_IN.sub("", expand_informal(clause).strip())
+            shape = statement_kind(clause)
+            if shape == "request" or _HYPOTHETICAL.search(body):
+                continue
+            if shape == "personal" and not (REPORTED.search(clause) or EXPERIENCED.search(clause)):
+                continue  # the user's own plans or needs ("I'll need it in 5 days anyway")
+            for kind, value in find_values(clause):
+                same = [a for k, a in measured if k == kind]
+                if same and not any(same_value(value, a) for a in same):
+                    return value, same, 0.8
+    return None
+
+
+# Words that sit between an attribute and its value ("a GPA of exactly 3.5", "the fee is about 40").
+_LINK_WORDS = {"of", "is", "was", "are", "were", "be", "exactly", "only", "just", "about", "around", "at", "least",
+               "most", "a", "an", "the", "to", "with", "than", "over", "under", "below", "above"}  # fmt: skip
+# The user as the subject: their own figure describes their case ("I have a GPA of 3.1 now").
+_OWN_CASE = re.compile(r"^(?:i|i'm|i've|i'd|we|we're|we've|we'd)\b", _I)
+_POSSESSIVE = re.compile(r"\b(?:my|our|his|her|their|your)\s+$", _I)
+
+
+def _attribute_before(text: str, at: int) -> tuple[list[str], str]:
+    """The two content words right before position ``at`` (link words skipped) and the text before them."""
+    words = list(re.finditer(r"[A-Za-z][A-Za-z'-]*", text[:at]))
+    picked: list[re.Match[str]] = []
+    for w in reversed(words):
+        if len(picked) == 2:
+            break
+        if w.group(0).lower() in _LINK_WORDS and not picked:
+            continue
+        if w.group(0).lower() in _LINK_WORDS:
+            break
+        picked.append(w)
+    if len(picked) < 2:
+        return [], ""
+    return [stem(w.group(0).lower()) for w in reversed(picked)], text[: picked[-1].start()]
+
+
+def _same_attribute(sentence: str, answer: str) -> tuple[str, list[str], float] | None:
+    """A bare number given for the attribute the answer quantified, named by the same two words
+    right before it ("you need a term GPA of 3.30" -> "my friend got on with a term GPA of exactly
+    3.50"): a value for the answer's own attribute, not a new detail. The user's own figure
+    ("my GPA is 3.1") describes their case, not the rule."""
+    targets = []
+    for kind, value in find_values(answer):
+        if kind != "number" or _YEAR.fullmatch(value):
+            continue
+        attr, _ = _attribute_before(answer, answer.find(value))
+        if attr:
+            targets.append((attr, value))
+    if not targets:
+        return None
+    if _OWN_CASE.match(LEAD_IN.sub("", expand_informal(sentence).strip())):
+        return None
+    for kind, value in find_values(sentence):
+        if kind != "number" or _YEAR.fullmatch(value):
+            continue
+        attr, before = _attribute_before(sentence, sentence.find(value))
+        if not attr or _POSSESSIVE.search(before):
+            continue
+        for t_attr, t_value in targets:
+            if t_attr == attr and value != t_value:
+                return value, [t_value], 0.8
+    return None
 
 
 # Reported speech: a source's statement relayed by the user ("the letter says", "I was told",
@@ -148,15 +260,6 @@ def _other_count(
 
 
 _YEAR = re.compile(r"(?:19|20)\d\d")
-
-
-# The user's own past experience of a value: a first-person past or perfect ("I paid", "we were
-# charged", "I've always been billed"), not a plan or a habit ("I usually arrive at 4").
-_EXPERIENCED = re.compile(
-    r"\b(?:i|we)(?:'ve|\s+have|\s+had)?\s+(?:always\s+|just\s+|only\s+|never\s+|already\s+)?"
-    r"(?:been\s+)?(?:paid|was\s+[a-z]+ed|were\s+[a-z]+ed|got\s+[a-z]+ed|charged|billed|quoted|given|sent)\b",
-    _I,
-)
 
 
 # Where a bare number states the value of what the answer was about: after a copula or a contrast
@@ -187,3 +290,62 @@ def _complement_numbers(sentence: str) -> list[tuple[str, str]]:
                 kind = "count"
         out.append((kind, span))
     return out
+
+
+def _counted(text: str) -> list[tuple[str, str, int]]:
+    """``(noun stem, number, position)`` for each bare number that counts a noun ("3 instalments",
+    "12 credits"); years aside."""
+    out = []
+    pos = 0
+    for kind, value in find_values(text):
+        at = text.find(value, pos)
+        if at < 0:
+            continue
+        pos = at + len(value)
+        if kind != "number" or _YEAR.fullmatch(value):
+            continue
+        m = re.match(r"\s+([A-Za-z][a-z]{2,})\b", text[pos:])
+        if m and term_seq(m.group(1)):
+            out.append((stem(m.group(1).lower()).rstrip("e"), value, at))
+    return out
+
+
+def _same_counted(sentence: str, answer: str) -> tuple[str, list[str], float] | None:
+    """Another count of what the answer counted, stated as a fact: "it's 3 instalments" or "the
+    letter says 3 instalments" after "the plan has 2 instalments". The user's own tally ("I've
+    paid 2 instalments") is no such statement: the count needs a copula with an anaphoric
+    subject, a relayed source or a sentence about the world before it."""
+    targets = {noun: value for noun, value, _ in _counted(answer)}
+    if not targets:
+        return None
+    framed_sentence = bool(REPORTED.search(sentence)) or statement_kind(sentence) == "assertion"
+    for noun, value, at in _counted(sentence):
+        if noun in targets and value != targets[noun]:
+            if framed_sentence or _ANAPHORIC_COPULA.search(sentence[:at]):
+                return value + " " + noun, [targets[noun]], 0.8
+    return None
+
+
+# A state that persists against what the answer said should follow ("I keep £800 and still get
+# charged"), not a plan ("I'll still pay it then") or a wish ("I still want one").
+_STILL = re.compile(r"\bstill\b(?!\s+(?:want|need|like|love|have a question|wonder|thinking))", _I)
+_PLAN = re.compile(r"\b(?:will|'ll|going to|gonna|then)\b", _I)
+
+
+def _despite(text: str, answer: str) -> tuple[str, list[str], float] | None:
+    """An account, with a value of the answer's kind, of the outcome the answer ruled out still
+    happening: "i keep £800 and still get charged the fee" after "keep at least £500 to avoid the
+    £5 fee". The user's experience runs against the answer's condition, whatever its wording."""
+    said = [(k, v) for k, v in find_values(answer) if k in CONTRADICTION_KINDS]
+    if not said:
+        return None
+    answer_terms = set(term_seq(answer))
+    for sent in sentences(text):
+        if not _STILL.search(sent) or _PLAN.search(sent) or statement_kind(sent) in ("question", "request"):
+            continue
+        kinds = {k for k, _ in said}
+        values = [v for k, v in find_values(sent) if k in kinds]
+        rest = set(term_seq(_STILL.split(sent, maxsplit=1)[1]))
+        if values and rest & answer_terms:
+            return values[0], [said[0][1]], 0.8
+    return None

@@ -16,10 +16,13 @@ from pydantic import BaseModel, Field
 from causal_middleware.context.agent_acts import act_rule, agent_act
 from causal_middleware.context.instructions import PRESCRIPTIVE, disapproved_act, instruction_from
 from causal_middleware.context.objections import (
+    OWN_WORDS,
     behavioural_objection,
+    challenges_agent,
     relayed_conflict,
     relayed_contradiction,
 )
+from causal_middleware.context.pushback import pushback_form
 from causal_middleware.context.text import (
     CONVERSATION_WORDS,
     MEASURED_KINDS,
@@ -127,6 +130,12 @@ def correction_delta(
     said = [v for _, v in find_values(answer)] if answer else []
     restated = [span for span in spans if any(same_value(span, v) for v in said)]
     fresh = [span for span in spans if span not in restated]
+    # a year beside a measured value dates it ("that ended in 2024; now it's 12 hours")
+    dated = [
+        span for span in fresh if not (value_kind(span) == "number" and re.fullmatch(r"(?:19|20)\d\d", span))
+    ]
+    if dated and any(value_kind(span) in STRONG_VALUE_KINDS for span in dated):
+        fresh = dated
     if fresh:
         expected = fresh[0]
         if got is None and restated and value_kind(restated[0]) == value_kind(expected):
@@ -152,11 +161,33 @@ def correction_delta(
         )
     ):
         return "behaviour", correction.strip(), None, instruction_from(correction)
-    if (expected is None or value_kind(expected) not in STRONG_VALUE_KINDS) and (
-        any(behavioural_objection(sent) for sent in sentences(correction))
-        or relayed_conflict(correction)
-        or relayed_contradiction(correction, answer or "")
+    # After "I couldn't find anything on X", a value the user gives is the missing answer, whoever
+    # they say told them ("the person at the desk told me it's 3 instalments"): no objection.
+    supplied = expected is not None and answer is not None and _reports_absence(answer)
+    if supplied and expected is not None and value_kind(expected) == "number":
+        counted = re.search(r"(?<![\w.])" + re.escape(expected) + r"\s+(?P<noun>[a-z]{3,})\b", correction, _I)
+        if (
+            counted
+            and counted.group("noun").lower() not in CONVERSATION_WORDS
+            and content_tokens(counted.group("noun"))
+        ):
+            expected = f"{expected} {counted.group('noun')}"
+    if (
+        not supplied
+        and (expected is None or value_kind(expected) not in STRONG_VALUE_KINDS)
+        and (
+            any(behavioural_objection(sent) for sent in sentences(correction))
+            or relayed_conflict(correction)
+            or relayed_contradiction(correction, answer or "")
+        )
     ):
+        return "behaviour", correction.strip(), None, instruction_from(correction)
+    if expected is None and (
+        any(challenges_agent(sent) or pushback_form(sent) for sent in sentences(correction))
+        or OWN_WORDS.search(correction)
+    ):
+        # "you can just tell me that?", "I said I don't see the point": no value to set right, the
+        # objection is to how the agent handled the turn
         return "behaviour", correction.strip(), None, instruction_from(correction)
     if expected is None:
         act = agent_act(answer or "")
@@ -198,6 +229,13 @@ def correction_delta(
             other = [span for k, span in said_kinds if k in STRONG_VALUE_KINDS]
             got = same[0] if same else (other[0] if kind in STRONG_VALUE_KINDS and len(other) == 1 else None)
     return "value", expected, got, None
+
+
+def _reports_absence(answer: str) -> bool:
+    """The answer says it found nothing and states no measured value of its own."""
+    from causal_middleware.context.absence import AGENT_FAILED
+
+    return bool(AGENT_FAILED.search(answer)) and not any(k in MEASURED_KINDS for k, _ in find_values(answer))
 
 
 def claimed_subject(correction: str, expected: str | None) -> str | None:

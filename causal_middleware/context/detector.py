@@ -18,7 +18,7 @@ from langchain_core.language_models import BaseChatModel
 from causal_middleware.context.absence import supplied_answers
 from causal_middleware.context.contradictions import contradictions
 from causal_middleware.context.conversation import Conversation, ConversationNode, NodeType
-from causal_middleware.context.pushback import pushback, restated_meaning
+from causal_middleware.context.pushback import pushback, restated_meaning, restated_requirement
 from causal_middleware.context.signal_patterns import (
     ABANDON_PATTERNS,
     BENIGN,
@@ -85,6 +85,7 @@ def detect_offline(conversation: Conversation) -> Detection:
     signals += contradictions(conversation, signals)
     signals += pushback(conversation, signals)
     signals += restated_meaning(conversation, signals)
+    signals += restated_requirement(conversation, signals)
     signals = _repaired_questions(conversation, signals)
     signals += _tool_errors(conversation)
     signals += _repetitions(user_nodes)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from causal_middleware.context.statements import LABEL
+from causal_middleware.context.statements import LABEL, asks_for_information, lead_stripped
 from causal_middleware.context.text import sentences, share_stem, term_seq
 
 _I = re.IGNORECASE
@@ -83,7 +83,7 @@ _FAULT_VERB = re.compile(
 # A polar question made rhetorical by "even" after its subject ("is that even legal?", "can you even
 # do that?"), and "why would ..." about someone other than the user.
 _RHETORICAL_EVEN = re.compile(
-    r"^(?:is|are|was|were|can|could|does|do|did|should|would)\s+(?:that|this|it|you|they)\s+even\b|"
+    r"^(?:is|are|was|were|can|could|does|do|did|should|would)\s+(?:that|this|it|you|they)\s+(?:even|really|actually)\b|"
     r"^why\s+would\s+(?!i\b|we\b|my\b|our\b)[a-z]+|"
     # "how would you know": the agent's grounds doubted (would/could: "how can you tell if ..." asks)
     r"^how\s+(?:would|could)\s+(?:you|a\s+[a-z]+|an\s+[a-z]+|anyone|anybody|they|it)\s+(?:even\s+|possibly\s+|really\s+)?"
@@ -105,6 +105,29 @@ _MISGIVING = re.compile(
     r"\bi(?:'m| am)\s+not\s+(?:comfortable|happy|okay|ok)\s+(?:with|taking|about|that)\b|"
     # "I only asked ...": the agent went beyond the request
     r"\bi\s+(?:only|just)\s+asked\b|\bi\s+only\s+(?:wanted|meant)\b|\bi\s+was\s+only\s+asking\b",
+    _I,
+)
+# What the agent did belongs to someone else, or should not have been done: "that seems like
+# something a pharmacist should check", "that's not your call", "I'd rather you hadn't done that",
+# "I don't think you're qualified to say that", and a judgement that it is not for a chat ("that's
+# confidential", "that's a bit personal").
+_OTHERS_CALL = re.compile(
+    r"\b(?:like|that's|that is|this is|isn't that|is that not)\s+(?:something|a job|a call|a decision)\s+(?:for\s+)?"
+    r"(?:only\s+)?(?:a|an|the|your|my|our)?\s*[a-z]+\s+(?:should|would|can|could|needs? to|has to|must|ought to)\b|"
+    # the agent's standing denied: "you're not a lawyer though", "you're a bot", "who are you to ...",
+    # "there's no way you can know that", "this should go to a human"
+    r"\byou(?:'re|\s+are)\s+not\s+(?:a|an)\s+(?!problem\b|bother\b)[a-z]+|"
+    r"\byou(?:'re|\s+are)\s+(?:a|an|just a|only a)\s+(?:bot|chatbot|machine|computer|program|robot|ai)\b|"
+    r"^who\s+are\s+you\s+to\b|\bno\s+way\s+(?:you|that|this|it)\b|"
+    r"\b(?:should|needs? to|has to|ought to)\s+(?:go|be passed|be sent|be escalated|be referred|be handed)\s+to\s+"
+    r"(?:someone|somebody|a\s+(?:real\s+)?(?:human|person|professional|specialist|manager|supervisor))\b|"
+    r"\bthat's\s+(?:a\s+)?(?:bold|big|strong|risky|dangerous)\s+(?:thing|claim|promise|statement)\b|"
+    r"\bnot\s+(?:your|the bot's|a bot's|a chatbot's)\s+(?:call|decision|place|job)\b|\bnot\s+up\s+to\s+you\b|"
+    r"\b(?:i'd|i would)\s+rather\s+you\s+(?:hadn't|had not|didn't|did not|wouldn't|would not)\b|"
+    r"\bi\s+wish\s+you\s+(?:hadn't|had not|had asked|had checked|had told)\b|"
+    r"\bi\s+(?:don't|do not)\s+think\s+(?:that\s+)?you(?:'re|\s+are|\s+can|\s+could|\s+should)\b|"
+    r"^(?:that|this)(?:'s|\s+is|\s+was)\s+(?:a\s+bit\s+|kind of\s+|kinda\s+|very\s+|pretty\s+|really\s+)?"
+    r"(?:confidential|private|personal|sensitive|inappropriate|illegal|unsafe|dangerous|risky|not safe|not allowed)\b",
     _I,
 )
 # A negative question with an obligation whose subject is not the user ("Shouldn't someone look at
@@ -144,7 +167,8 @@ _CHOICE_QUESTION = re.compile(
 )
 # What someone other than the user or the agent said ("my neighbour said ...", "the sign says ...").
 _RELAYED = re.compile(
-    r"(?P<before>(?:\S+\s+){0,2})(?:said|says|told me|tells me|claims?|claimed|mentioned)\b", _I
+    r"(?P<before>(?:\S+\s+){0,2})(?:said|says|say|told me|tells me|claims?|claimed|mentioned)\b",
+    _I,
 )
 _FIRST_OR_SECOND = re.compile(r"\b(?:i|we|you)\b", _I)
 
@@ -176,7 +200,12 @@ def relayed_contradiction(text: str, answer: str) -> bool:
     with the answer that carries no value. A relayed account asked about ("... is that so?") is not."""
     answer_terms = set(term_seq(answer))
     answer_negated = bool(_NEGATIVE.search(answer))
-    for sent in sentences(text):
+    sents = sentences(text)
+    if sents and asks_for_information(sents[-1]):
+        # "my prof says she'll sign me in. Until when will you take the form?": the account sets
+        # the scene for a new question
+        return False
+    for sent in sents:
         if sent.rstrip().endswith("?"):
             continue
         for m in _RELAYED.finditer(sent):
@@ -207,6 +236,8 @@ def behavioural_objection(sentence: str) -> bool:
     if _AUTHORITY_QUESTION.match(text) or _FAULT_VERB.search(text):
         return True
     if _NEGATIVE_DEONTIC_QUESTION.match(text) or _OPEN_ACCESS.search(text) or _RHETORICAL_EVEN.match(text):
+        return True
+    if _OTHERS_CALL.search(text):
         return True
     # "I wasn't told the time when I booked, what is it?" asks in a later clause.
     wh_question = text.endswith("?") and _QUESTION_WORD.search(text) is not None
@@ -241,3 +272,30 @@ def behavioural_objection(sentence: str) -> bool:
         return bool(asking.group("subject") and _AGENT_SUBJECT.match(asking.group("subject")))
     # "We were burgled, how quickly must it be reported?" asks in a later clause.
     return not (text.endswith("?") and _QUESTION_WORD.search(text))
+
+
+# "so why did you?", "then why would you?": the challenge of what the agent did, its verb left out.
+_ELLIPTICAL_WHY = re.compile(r"\bwhy\s+(?:did|would|do|are|were)\s+you\s*\?+\s*$", _I)
+# A question in statement order about the agent, with a marker of disbelief: "you can just tell me
+# that?", "you're really giving me a form?" (an ordinary confirmation, "you're open on Sunday?",
+# has no such marker).
+_INCREDULOUS = re.compile(
+    # "you just need my email for that?" confirms a requirement, it does not disbelieve
+    r"^you(?:'re|'ve|'ll| are| can| could| will| would| just)?\b(?![^?]*\b(?:need|want|require)s?\b)"
+    r"[^?]*\b(?:just|even|really|seriously)\b[^?]*\?",
+    _I,
+)
+# The user pointing back at their own words ("I said ...", "like I told you, ...", "as I mentioned").
+OWN_WORDS = re.compile(
+    r"\b(?:i\s+(?:already\s+)?(?:said|told you|mentioned|explained|wrote)|as i said|like i said)\b(?P<rest>[^.;!?]*)",
+    _I,
+)
+
+
+def challenges_agent(sentence: str) -> bool:
+    """A challenge of what the agent did, with no value and no correction words: an elliptical
+    "so why did you?" or a statement-order question about the agent with a marker of disbelief
+    ("you can just tell me that?")."""
+    text = _LEAD_IN.sub("", sentence.strip())
+    bare = lead_stripped(text)
+    return bool(_ELLIPTICAL_WHY.search(text) or _INCREDULOUS.match(text) or _INCREDULOUS.match(bare))

@@ -6,9 +6,11 @@ from __future__ import annotations
 import re
 
 from causal_middleware.context.agent_acts import disputes_act
-from causal_middleware.context.conversation import Conversation
+from causal_middleware.context.conversation import Conversation, ConversationNode, NodeType
 from causal_middleware.context.objections import (
+    OWN_WORDS,
     behavioural_objection,
+    challenges_agent,
     relayed_conflict,
     relayed_contradiction,
 )
@@ -43,6 +45,13 @@ _RHETORICAL = re.compile(
 )
 
 
+def pushback_form(sentence: str) -> bool:
+    """A prohibition addressed to the agent or a rhetorical "how can you / why are you ...?"
+    question: the forms :func:`pushback` reads, whatever their object."""
+    body = LEAD_IN.sub("", expand_informal(sentence).strip())
+    return bool(_PROHIBITION.match(body) or _RHETORICAL.match(body))
+
+
 def pushback(conversation: Conversation, found: list[Signal]) -> list[Signal]:
     """A user turn that pushes back on what the agent just said or did, with no correction words:
     a prohibition or a rhetorical "how can you ...?" whose object is what the answer was about (it
@@ -58,6 +67,7 @@ def pushback(conversation: Conversation, found: list[Signal]) -> list[Signal]:
                 (m and share_stem(set(term_seq(body[m.start("verb") :])), answer_terms))
                 # "how can you promise a time when the cleaners aren't even in yet": "even" makes it rhetorical
                 or (m and m.re is _RHETORICAL and _EVEN.search(body))
+                or challenges_agent(body)
                 or disputes_act(n.content, last_agent.content)
                 or behavioural_objection(body)
                 or relayed_conflict(n.content)
@@ -101,4 +111,41 @@ def restated_meaning(conversation: Conversation, found: list[Signal]) -> list[Si
                     confidence=0.8,
                 )
             )
+    return out
+
+
+def restated_requirement(conversation: Conversation, found: list[Signal]) -> list[Signal]:
+    """The user restates what they said before and the agent's reply left out ("I said I don't
+    see the point of anything" after a reply that only gave the form): two or more content words
+    of the restated part come from an earlier user turn, and the reply in between misses one of
+    them. The agent ignored part of the request, a correction of its answer."""
+    flagged = {s.node_id for s in found if s.type == SignalType.CORRECTION}
+    out = []
+    earlier: list[set[str]] = []
+    last_agent: ConversationNode | None = None
+    for n in conversation.nodes:
+        if n.type == NodeType.AGENT:
+            last_agent = n
+            continue
+        if n.type != NodeType.USER:
+            continue
+        m = OWN_WORDS.search(expand_informal(n.content))
+        if m and last_agent is not None and n.id not in flagged:
+            restated = set(term_seq(m.group("rest")))
+            reply = set(term_seq(last_agent.content))
+            for before in earlier:
+                shared = restated & before
+                if len(shared) >= 2 and any(not share_stem({t}, reply) for t in shared):
+                    out.append(
+                        Signal(
+                            type=SignalType.CORRECTION,
+                            turn=n.turn,
+                            node_id=n.id,
+                            evidence=quote(f"{n.content} (the reply left out: {', '.join(sorted(shared))})"),
+                            confidence=0.85,
+                        )
+                    )
+                    break
+        earlier.append(set(term_seq(n.content)))
+        last_agent = None
     return out

@@ -555,7 +555,12 @@ class _Recommender:
         title_terms = term_set(title) - _DROP
         if title_terms and title_terms <= self.subject:
             return True
-        return relevance(self.subject_text, sent, title) >= RELEVANT
+        if relevance(self.subject_text, sent, title) >= RELEVANT:
+            return True
+        # The page's own index words ("tags: [upload, file size]") name what it is about when its
+        # sentence words it otherwise ("each file can be at most 10 MB" for "the upload size limit").
+        labels = term_set(" ".join(_labels(meta))) - _DROP
+        return len(self.subject & labels) >= 2 and len(self.subject & labels) * 2 >= len(self.subject)
 
     def _same_claim(self, r_text: str, got: str, x_text: str, expected: str) -> bool:
         """Whether two entries state different values for the same thing: values of one kind, and
@@ -715,6 +720,20 @@ class _Recommender:
             dims=dims,
             authority=self._user_source(),
         )
+
+
+# Front-matter keys that list a page's index words, whatever the workspace calls them.
+_LABEL_KEYS = re.compile(
+    r"^(?:keywords?|tags?|labels?|topics?|aliases|synonyms|search_terms)$", re.IGNORECASE
+)
+
+
+def _labels(meta: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    for key, value in meta.items():
+        if _LABEL_KEYS.match(str(key)):
+            out += [str(v) for v in value] if isinstance(value, list) else [str(value)]
+    return out
 
 
 def _sentence_terms(sentence: str) -> set[str]:

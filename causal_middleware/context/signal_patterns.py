@@ -28,6 +28,12 @@ CORRECTION_PATTERNS: tuple[tuple[re.Pattern[str], float], ...] = tuple(
             r"\b(?:no|nope|nah)\b[,.!]*\s+(?:that|it|this)(?:'s| is| was)\s+(?:not|wrong|incorrect|outdated|old)",
             0.95,
         ),
+        # a contrastive focus that opens the turn: "not the loan, the hold!", "no, not my card - my pass"
+        (
+            r"^\s*(?:(?:no|nope|nah|um+|uh+)[,.!]*\s+)?not\s+(?:the|my|your|that|this)\s+[a-z]+(?:\s+[a-z]+)?\s*"
+            r"(?:,|;|!|\s-\s|\s\u2013\s|\s\u2014\s)\s*(?:but\s+)?(?:the|my|your)\s+[a-z]+",
+            0.85,
+        ),
         (
             r"\b(?:that|this|it)(?:'s| is| was)\s+(?:just\s+|simply\s+|completely\s+|totally\s+)?(?:wrong|incorrect|inaccurate|not (?:right|correct|true|accurate))\b",
             0.95,

@@ -25,7 +25,10 @@ _SUBJECT_OPENING = re.compile(
 )
 _FIRST_PERSON = re.compile(r"^(?:i|i'm|i've|i'd|my|me|we|we're|our|mine)\b", _I)
 _REQUEST = re.compile(
-    r"^(?:please|can|could|would|will|let's|let me)\b|^(?:i|we)(?:'d| would| want| need| wanna)\b", _I
+    r"^(?:please|can|could|would|will|let's|let me)\b|^(?:i|we)(?:'d| would| want| need| wanna)\b|"
+    # an imperative with the user as its object: "add me to section 4", "sign us up for May"
+    r"^(?!(?:you|it|that|this|they|there|he|she|we|i|who|what|which|not|no)\b)[a-z]+\s+(?:me|us)\b(?!')",
+    _I,
 )
 
 
@@ -54,7 +57,8 @@ def statement_kind(sentence: str) -> str:
 
 REPORTED = re.compile(
     r"\b(?:says?|said|saying|told|tells|states?|stated|stating|shows?|showed|shown|showing|reads|quotes?|"
-    r"quoted|lists?|listed|mentions?|mentioned|heard|according to)\b",
+    r"quoted|lists?|listed|mentions?|mentioned|heard|according to|confirms?|confirmed|wrote|writes|"
+    r"advertised|advertises|displays|displayed|posted)\b",
     _I,
 )
 
@@ -107,3 +111,15 @@ def judging_text(text: str) -> str:
     sents = sentences(text)
     kept = [s for s in sents if not asks_for_information(s)]
     return text if len(kept) == len(sents) else " ".join(kept)
+
+
+# The user's own past experience of a value: a first-person past or perfect ("I paid", "we were
+# charged", "I've always been billed"), not a plan or a habit ("I usually arrive at 4").
+EXPERIENCED = re.compile(
+    r"\b(?:i|we)(?:'ve|\s+have|\s+had)?\s+(?:always\s+|just\s+|only\s+|never\s+|already\s+)?"
+    r"(?:been\s+)?(?:paid|was\s+[a-z]+ed|were\s+[a-z]+ed|got\s+[a-z]+ed|charged|billed|quoted|given|sent)\b|"
+    # ... or its second act, joined to a first ("I bought one in May and paid $40")
+    r"\b(?:i|we)\s+[a-z]+ed\b(?:\s+[\w']+){0,5}?\s+(?:and|then)\s+(?:paid|got\s+[a-z]+ed|was\s+[a-z]+ed|"
+    r"were\s+[a-z]+ed)\b|\b(?:i|we)\s+[a-z]+\b(?:\s+[\w']+){0,5}?\s+(?:and|then)\s+paid\b",
+    _I,
+)

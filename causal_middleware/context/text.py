@@ -48,7 +48,7 @@ _WORD_NUM = (
     + "|".join(list(_UNITS_WORDS)[:9])
     + r"))?|"
     + "|".join(sorted(_UNITS_WORDS, key=len, reverse=True))
-    + r")(?:\s+hundred)?"
+    + r")(?:\s+hundred)?(?:\s+thousand)?"
 )
 
 
@@ -69,10 +69,15 @@ def word_number(text: str) -> float | None:
     """The number a number word names: ``word_number("twenty-five") == 25``."""
     total = 0.0
     words = re.split(r"[\s-]+", text.lower().strip())
-    if not words or not all(w in _UNITS_WORDS or w in _TENS_WORDS or w == "hundred" for w in words):
+    if not words or not all(
+        w in _UNITS_WORDS or w in _TENS_WORDS or w in ("hundred", "thousand") for w in words
+    ):
         return None
     for w in words:
-        total = total * 100 if w == "hundred" else total + (_UNITS_WORDS.get(w) or _TENS_WORDS.get(w) or 0)
+        if w in ("hundred", "thousand"):
+            total *= 100 if w == "hundred" else 1000
+        else:
+            total += _UNITS_WORDS.get(w) or _TENS_WORDS.get(w) or 0
     return total
 
 
@@ -124,8 +129,12 @@ _MEASURE_UNITS = {
 _NUM = r"\d[\d,]*(?:\.\d+)?"
 _SIZE = _NUM + r"\s?(?:" + "|".join(sorted(_SIZE_UNITS, key=len, reverse=True)) + r")\b"
 _MEASURE = (
-    # rates: "3 cups per person", "40 mg/L", "5 km/h"
+    # a duration per unit of time is a rate, not a duration: "24 hours per week", "28 hr/week"
     _NUM
+    + r"\s?(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?)\s?(?:per\s+|/\s?)"
+    + r"(?:second|minute|hour|day|week|fortnight|month|year|term|semester|shift)\b|"
+    # rates: "3 cups per person", "40 mg/L", "5 km/h"
+    + _NUM
     + r"\s?(?:(?!(?:"
     + "|".join(sorted({*_SIZE_UNITS, *_MEASURE_UNITS}, key=len, reverse=True))
     + r"|seconds?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|times?|percent)\b)"
@@ -156,6 +165,23 @@ _NUMBER = (
     r"(?!\s+[A-Z][a-z]+\.?\s+[A-Z][a-z]*\b)"
 )
 
+# A position in a calendar or a schedule: "the second week of classes", "the 8th day", "the third
+# business day". Compared by rank and unit ("second week" is "2nd week").
+_ORDINAL_WORDS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
+                  "tenth", "eleventh", "twelfth")  # fmt: skip
+_ORDINAL_UNITS = (
+    r"(?:day|week|month|term|semester|quarter|year|session|lesson|class|instalment|installment|payment)"
+)
+_ORDINAL = (
+    r"\b(?:"
+    + "|".join(_ORDINAL_WORDS)
+    + r"|\d{1,3}(?:st|nd|rd|th))\s+(?:(?:business|working|calendar|school)\s+)?"
+    + _ORDINAL_UNITS
+    + r"\b|"
+    # "week 4", "day 10": the unit before its number
+    + r"\b(?:week|day|month|term|semester|quarter|session|lesson)\s+\d{1,2}\b(?![.,:/-]?\d)"
+)
+
 VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("money", re.compile(_MONEY, re.IGNORECASE)),
     ("percent", re.compile(_PERCENT, re.IGNORECASE)),
@@ -165,6 +191,7 @@ VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("date", re.compile(_DATE, re.IGNORECASE)),
     ("duration", re.compile(_DURATION, re.IGNORECASE)),
     ("time", re.compile(_TIME, re.IGNORECASE)),
+    ("ordinal", re.compile(_ORDINAL, re.IGNORECASE)),
     ("quoted", re.compile(_QUOTED)),
     ("number", re.compile(_NUMBER)),
 )
@@ -172,7 +199,7 @@ VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 # Kinds of value that state a measured fact (not a bare number or a quoted phrase): two different
 # values of one of these kinds for the same subject contradict each other.
-MEASURED_KINDS = ("money", "percent", "duration", "date", "time", "size", "measure", "dimensions")
+MEASURED_KINDS = ("money", "percent", "duration", "date", "time", "size", "measure", "dimensions", "ordinal")
 
 
 def content_tokens(text: str | None, *, drop: Iterable[str] = ()) -> list[str]:
@@ -385,6 +412,8 @@ def same_value(a: str | None, b: str | None) -> bool:
         return False
     if ka == "time":
         return _same_clock(a, b)
+    if ka == "ordinal":
+        return _rank(a) == _rank(b)
     if ka == "date":
         da, db = _calendar_day(a), _calendar_day(b)
         return da is not None and da == db
@@ -393,6 +422,22 @@ def same_value(a: str | None, b: str | None) -> bool:
         return na is not None and nb is not None and float(na.group(0)) == float(nb.group(0))
     ma, mb = magnitude(ka, a), magnitude(kb, b)
     return ma is not None and mb is not None and ma[0] == mb[0] and abs(ma[1] - mb[1]) <= 1e-9 * max(ma[1], 1)
+
+
+def _rank(span: str) -> tuple[int, str] | None:
+    """``(2, "week")`` for "second week" and "2nd week"."""
+    words = normalize(span).split()
+    if not words:
+        return None
+    if re.fullmatch(r"\d+", words[-1]):
+        words = [words[-1], *words[:-1]]  # "week 4" is the 4th week
+    head = words[0]
+    digits = re.match(r"\d+", head)
+    rank = (
+        int(digits.group(0)) if digits else (_ORDINAL_WORDS.index(head) + 1 if head in _ORDINAL_WORDS else 0)
+    )
+    unit = words[-1].replace("installment", "instalment")
+    return (rank, " ".join([*words[1:-1], unit])) if rank else None
 
 
 def _calendar_day(span: str) -> tuple[int, int, int | None] | None:

@@ -270,13 +270,22 @@ def _unlisted_argument(data: Any, text: str, args_text: str, allowed: list[str])
     pointed = {str(v) for _, value in walk(data) if isinstance(value, list) for v in value} if data else set()
     named = [k for k in keys if (_names(text, k) or k in pointed) and k not in listed]
     if len(named) != 1:
-        return None
+        # no field named: the one sent value written like the listed ones ("FT01" beside "EN01,
+        # EN02, GR01") is the one they would replace
+        shapes = {_shape(a) for a in allowed}
+        alike = [v for v in values if _shape(v) in shapes]
+        return alike[0] if allowed and len(alike) == 1 else None
     # An error that names the field and lists values (none of them a field name) rejects the
     # field's value: {"field": "size", "allowed": ["S", "M", ...]}.
     value = sent[named[0]]
     if allowed and isinstance(value, str | int | float) and not isinstance(value, bool):
         return str(value)
     return named[0]
+
+
+def _shape(value: str) -> str:
+    """How a value is written: "EN01" -> "AA99", "gold-2" -> "aaaa-9"."""
+    return re.sub(r"[a-z]", "a", re.sub(r"[A-Z]", "A", re.sub(r"\d", "9", value)))
 
 
 def _names(text: str, token: str) -> bool:
@@ -365,8 +374,21 @@ def allowed_values(output: str) -> list[str]:
             if part and len(part.split()) <= 3 and part not in out:
                 out.append(part)
     if not out:
+        # "letter_type must be EN01, EN02 or GR01": a list of two or more bare identifiers
+        for m in _MUST_BE.finditer(text):
+            parts = [p.strip().strip("'\"`[]{}").strip() for p in _LIST_SEPARATOR.split(m.group("list"))]
+            parts = [p for p in parts if p]
+            if len(parts) >= 2 and all(_IDENTIFIER.fullmatch(p) for p in parts):
+                out = list(dict.fromkeys(parts))
+                break
+    if not out:
         out = enumeration(text)
     return out
+
+
+_MUST_BE = re.compile(
+    r"\b(?:must|should|has to|have to|needs? to)\s+be\s+(?:either\s+)?(?P<list>[^.;()\n]+)", _I
+)
 
 
 # What introduces a list in an error: a colon, an arrow or a dash ("Try: a | b", "Options -> a, b").
@@ -380,6 +402,17 @@ _ENUMERATION = re.compile(
 _PIPE_RUN = re.compile(r"(?<![\w|])[\w.-]+(?:\s*\|\s*[\w.-]+)+(?![\w|])")
 # ... or by semicolons with no space ("A;B;C"), the way a CSV-minded back end joins them.
 _SEMICOLON_RUN = re.compile(r"(?<![\w;])[\w.-]+(?:;[\w.-]+)+(?![\w;])")
+# ... or by slashes with no space ("EN01/EN02/GR01"), when every item is an upper-case code with a
+# letter in it: a path ("api/v1/items") or a date ("05/12/2026") is no list.
+_SLASH_RUN = re.compile(r"(?<![\w/])[A-Z0-9_-]*[A-Z][A-Z0-9_-]*(?:/[A-Z0-9_-]*[A-Z][A-Z0-9_-]*)+(?![\w/])")
+# ... or in parentheses, comma-joined ("NOT IN (EN01,EN02,GR01)").
+_PAREN_LIST = re.compile(r"\((?P<list>[\w.-]+(?:\s*,\s*[\w.-]+)+)\)")
+# ... or codes after a colon, joined by spaces ("Valid: EN01 EN02 GR01"): each an upper-case code
+# with a digit or an underscore, so that an upper-case sentence ("ERROR: INVALID TYPE") is no list.
+_CODE = r"[A-Z][A-Z]*(?:[0-9_][A-Z0-9_]*)"
+_SPACED_CODES = re.compile(
+    r"(?::|->)\s*(?P<list>" + _CODE + r"(?:\s+" + _CODE + r")+)\s*(?=[.;)]|$)", re.MULTILINE
+)
 _LIST_SEPARATOR = re.compile(r",|\||\s/\s|\u00b7|\u2022|\bor\b|\band\b")
 _QUOTED_RUN = re.compile(
     r"['\"`][\w./-]+['\"`](?:\s*(?:,|\||\bor\b|\band\b|,\s*or\b)\s*['\"`][\w./-]+['\"`])+"
@@ -403,6 +436,12 @@ def enumeration(text: str) -> list[str]:
         return list(dict.fromkeys(p.strip() for p in m.group(0).split("|") if p.strip()))
     for m in _SEMICOLON_RUN.finditer(text):
         return list(dict.fromkeys(p for p in m.group(0).split(";") if p))
+    for m in _SLASH_RUN.finditer(text):
+        return list(dict.fromkeys(p for p in m.group(0).split("/") if p))
+    for m in _PAREN_LIST.finditer(text):
+        return list(dict.fromkeys(p.strip() for p in m.group("list").split(",") if p.strip()))
+    for m in _SPACED_CODES.finditer(text):
+        return list(dict.fromkeys(m.group("list").split()))
     return []
 
 
