@@ -409,7 +409,12 @@ class RunSpanProcessor(SpanProcessor):
     # --- the buffer -----------------------------------------------------------------------
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         try:
-            if not self._closed and self._is_root(span):
+            # (the default is_run_root is False for every span with a parent: no call for those)
+            if (
+                not self._closed
+                and (span.parent is None or self._is_root is not is_run_root)
+                and self._is_root(span)
+            ):
                 evicted: list[list[ReadableSpan]] = []
                 with self._lock:
                     while len(self._open) >= self._max_open_traces:
@@ -465,7 +470,8 @@ class RunSpanProcessor(SpanProcessor):
                         self._open_spans -= len(batch)
                     while self._open_spans > self._max_open_spans and self._open:
                         evicted.append(self._evict_oldest())
-            self._count_evicted(evicted)
+            if evicted:
+                self._count_evicted(evicted)
             if late_evicted:
                 health.record_drop("store.open_traces_cap", late_evicted)
             if batch:

@@ -65,6 +65,7 @@ def _stringify_keys(value: Any) -> Any:
 # call, and the handler encodes some 60 values per run on the agent's thread
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=_default)
 _KEY_JSON: dict[str, str] = {}
+_STR_ONLY = frozenset({str})
 
 
 def key_json(key: str) -> str:
@@ -77,11 +78,34 @@ def key_json(key: str) -> str:
     return text
 
 
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+_encode_str = json.encoder.encode_basestring  # what encode() does for a str (ensure_ascii=False)
+
+
+def _encode(value: Any) -> str:
+    """``_ENCODER.encode(value)``, the same C encoder made directly (no Python-level
+    ``encode``/``iterencode`` frames and closure per call); fresh markers each call, as there."""
+    if isinstance(value, str):
+        return _encode_str(value)
+    if _c_make_encoder is None:  # pragma: no cover - CPython always has the C encoder
+        return _ENCODER.encode(value)
+    return "".join(_c_make_encoder({}, _default, _encode_str, None, ": ", ", ", False, False, True)(value, 0))
+
+
+def _encode_compact(value: Any) -> str:
+    """``_COMPACT.encode(value)`` the same way (node input refs: lists of str/int)."""
+    if _c_make_encoder is None:  # pragma: no cover
+        return _COMPACT.encode(value)
+    return "".join(
+        _c_make_encoder({}, _COMPACT.default, _encode_str, None, ":", ",", False, False, True)(value, 0)
+    )
+
+
 def to_json(value: Any) -> str:
     """JSON text for any payload (LangChain messages, documents, pydantic models, dataclasses...).
     Never raises: what JSON cannot hold is written as its ``repr``."""
     try:
-        return _ENCODER.encode(value)
+        return _encode(value)
     except (TypeError, ValueError, RecursionError):
         try:
             return json.dumps(_stringify_keys(value), default=_default, ensure_ascii=False)
@@ -212,18 +236,37 @@ def document_score(doc: Document) -> float | None:
     return None
 
 
+_DOC_KEYS: dict[int, tuple[str, str, str, str]] = {}
+
+
+def _doc_keys(i: int) -> tuple[str, str, str, str]:
+    """The id / content / score / metadata attribute names of document ``i``, cached."""
+    keys = _DOC_KEYS.get(i)
+    if keys is None:
+        keys = (
+            indexed(A.RETRIEVAL_DOCUMENTS_DOCUMENT_ID, i),
+            indexed(A.RETRIEVAL_DOCUMENTS_DOCUMENT_CONTENT, i),
+            indexed(A.RETRIEVAL_DOCUMENTS_DOCUMENT_SCORE, i),
+            indexed(A.RETRIEVAL_DOCUMENTS_DOCUMENT_METADATA, i),
+        )
+        if len(_DOC_KEYS) < 4096:
+            _DOC_KEYS[i] = keys
+    return keys
+
+
 def document_attributes(documents: Sequence[Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for i, doc in enumerate(documents):
         if not isinstance(doc, Document):
             doc = Document(page_content=str(doc))
-        out[indexed(A.RETRIEVAL_DOCUMENTS_DOCUMENT_ID, i)] = document_id(doc)
-        out[indexed(A.RETRIEVAL_DOCUMENTS_DOCUMENT_CONTENT, i)] = doc.page_content
+        id_key, content_key, score_key, metadata_key = _doc_keys(i)
+        out[id_key] = document_id(doc)
+        out[content_key] = doc.page_content
         score = document_score(doc)
         if score is not None:
-            out[indexed(A.RETRIEVAL_DOCUMENTS_DOCUMENT_SCORE, i)] = score
+            out[score_key] = score
         if doc.metadata:
-            out[indexed(A.RETRIEVAL_DOCUMENTS_DOCUMENT_METADATA, i)] = to_json(doc.metadata)
+            out[metadata_key] = to_json(doc.metadata)
     return out
 
 
@@ -258,6 +301,8 @@ def tool_output_text(output: Any) -> str:
 
 def _updates(output: Any) -> list[Any]:
     """The state updates in a node's return value (dicts, or ``Command.update`` of Commands)."""
+    if type(output) is dict:  # the usual return: itself (what the loop below gives it)
+        return [output]
     items = output if isinstance(output, list | tuple) else [output]
     out = []
     for item in items:
@@ -300,6 +345,8 @@ def answer_text(output: Any, *, explicit: bool = False) -> str | None:
 
 def goto_targets(output: Any) -> list[str]:
     """Where a node's returned ``Command``(s) send the graph next (node names, Send targets)."""
+    if type(output) is dict:  # a plain update names no target (the loop below skips mappings)
+        return []
     items = output if isinstance(output, list | tuple) else [output]
     targets: list[str] = []
     for item in items:
@@ -316,6 +363,8 @@ def goto_targets(output: Any) -> list[str]:
 
 def route_choice(output: Any, options: Mapping[str, str] | None = None) -> list[str]:
     """The branch(es) a router chose: strings, ``Send`` targets, lists of either."""
+    if type(output) is str:  # one branch by name (a str has no node/arg: the loop's else)
+        return [options.get(output, output) if options else output]
     items = output if isinstance(output, list | tuple) else [output]
     out: list[str] = []
     for item in items:
@@ -356,7 +405,7 @@ class NodeInputEncoder:
             hit = self._strings.get(id(value))
             if hit is not None and hit[0] is value:
                 return hit[1]
-            text = to_json(value)
+            text = _encode_str(value)  # to_json(value) of a str
             self._strings[id(value)] = (value, text)
             return text
         return to_json(value)
@@ -364,7 +413,7 @@ class NodeInputEncoder:
     def attributes(self, inputs: Any) -> dict[str, Any]:
         """``input.value`` / ``input.mime_type`` / ``causal.node.input.refs`` for one node start;
         a non-mapping input (or one with non-string keys) is written whole, as before."""
-        if not isinstance(inputs, Mapping) or not all(type(k) is str for k in inputs):
+        if not isinstance(inputs, Mapping) or not _STR_ONLY.issuperset(map(type, inputs)):
             return value_attributes(A.INPUT_VALUE, A.INPUT_MIME_TYPE, inputs)
         with self._lock:
             return self._encode(inputs)
@@ -412,5 +461,5 @@ class NodeInputEncoder:
         return {
             A.INPUT_VALUE: "{" + ", ".join(explicit) + "}",
             A.INPUT_MIME_TYPE: "application/json",
-            A.CAUSAL_NODE_INPUT_REFS: _COMPACT.encode(refs),
+            A.CAUSAL_NODE_INPUT_REFS: _encode_compact(refs),
         }

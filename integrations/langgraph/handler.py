@@ -24,13 +24,11 @@ and never reaches the agent.
 from __future__ import annotations
 
 import asyncio
-import functools
 import threading
 import time
-import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar, cast
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -42,7 +40,7 @@ from opentelemetry.trace import Link, Span, Status, StatusCode, TracerProvider
 
 from causal_middleware.spans import attributes as A
 from causal_middleware.spans.health import health
-from causal_middleware.spans.trusted import SpanStarter, put_attributes
+from causal_middleware.spans.trusted import SpanStarter, put_attributes, set_ok
 
 from .extract import (
     NodeInputEncoder,
@@ -61,28 +59,12 @@ from .graph_info import GraphInfo, analyze_graph
 from .hops import Hop, NodeExec, RunState
 from .markers import HOP_METADATA_KEY, SIDE_EFFECTING_METADATA_KEY
 
-F = TypeVar("F", bound=Callable[..., Any])
 TRACER_NAME = "causal_middleware"
 START_NODE = "__start__"
 _RESERVED_METADATA_PREFIXES = ("ls_", "langgraph_", "causal_", "__")
 # config["metadata"][HOP_OFFSET_METADATA_KEY] = k: the run's first hop is hop k + 1 (replayer forks)
 HOP_OFFSET_METADATA_KEY = "causal_hop_offset"
 _RESERVED_METADATA_KEYS = frozenset({"thread_id", "checkpoint_ns", "checkpoint_id", "run_id"})
-
-
-def _fail_open(site: str) -> Callable[[F], F]:
-    def decorate(fn: F) -> F:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return fn(*args, **kwargs)
-            except Exception as exc:
-                health.record_error(site, exc)
-                return None
-
-        return cast(F, wrapper)
-
-    return decorate
 
 
 class RunRef:
@@ -123,9 +105,12 @@ class _Entry:
 
 
 def _is_node_start(tags: Sequence[str] | None, metadata: Mapping[str, Any]) -> bool:
-    return (
-        bool(tags) and "langgraph_node" in metadata and any(t.startswith("graph:step:") for t in tags or ())
-    )
+    if not tags or "langgraph_node" not in metadata:
+        return False
+    for tag in tags:
+        if tag.startswith("graph:step:"):
+            return True
+    return False
 
 
 def _is_router(tags: Sequence[str] | None) -> bool:
@@ -139,11 +124,12 @@ def _is_router(tags: Sequence[str] | None) -> bool:
 
 
 _OK = Status(StatusCode.OK)
+_STR_ONLY = frozenset({str})
 
 
 def _finish(span: Span, error: BaseException | None = None, end_ns: int | None = None) -> None:
     if error is None:
-        span.set_status(_OK)
+        set_ok(span)
     elif isinstance(error, GraphBubbleUp):  # interrupts and Command(graph=PARENT): control flow, not failure
         span.add_event(f"langgraph.{type(error).__name__}")
     elif isinstance(error, GeneratorExit | asyncio.CancelledError):  # a stream closed early, a task cancelled
@@ -265,7 +251,6 @@ class CausalCallbackHandler(BaseCallbackHandler):
         self._expected: OrderedDict[UUID, RunRef] = OrderedDict()
         self._lock = threading.Lock()
         self._last_run_id: str | None = None
-        self._encoders: weakref.WeakKeyDictionary[RunState, NodeInputEncoder] = weakref.WeakKeyDictionary()
         self._json_cache: dict[tuple[type, tuple[str, ...]], str] = {}
 
     # --- API used by InstrumentedGraph and the node wrapper ------------------------------
@@ -303,8 +288,15 @@ class CausalCallbackHandler(BaseCallbackHandler):
     ) -> dict[str, Any]:
         run = parent.run
         attrs: dict[str, Any] = dict(run.common)
-        if parent.node is not None:
-            attrs.update(parent.node.child_attributes(with_ns=with_ns))
+        node = parent.node
+        if node is not None:  # node.child_attributes(with_ns=with_ns), inline
+            attrs[A.CAUSAL_NODE] = node.name
+            if node.step is not None:
+                attrs[A.CAUSAL_LANGGRAPH_STEP] = node.step
+            if node.hop is not None:
+                attrs[A.CAUSAL_HOP_INDEX] = node.hop.index
+            if with_ns and node.ns:
+                attrs[A.CAUSAL_CHECKPOINT_NS] = node.ns
         if session and run.session_id:
             attrs[A.SESSION_ID] = run.session_id
         return attrs
@@ -326,7 +318,6 @@ class CausalCallbackHandler(BaseCallbackHandler):
         return entry
 
     # --- chains: run, nodes, routers -----------------------------------------------------
-    @_fail_open("handler.on_chain_start")
     def on_chain_start(
         self,
         serialized: dict[str, Any] | None,
@@ -338,22 +329,25 @@ class CausalCallbackHandler(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        md = metadata or {}
-        parent = self._entries.get(parent_run_id) if parent_run_id is not None else None
-        if parent is None:
-            if parent_run_id is not None and _is_node_start(tags, md):
-                return  # a node whose run we do not trace (its start was missed)
-            self._start_run(run_id, inputs, md, kwargs.get("name"), serialized)
-        elif _is_node_start(tags, md):
-            self._start_node(run_id, parent, inputs, md)
-        elif (
-            parent.kind in ("node", "hidden")
-            and _is_router(tags)
-            and self._known_router(md, kwargs.get("name"))
-        ):
-            self._start_decision(run_id, parent, md, kwargs.get("name") or "route")
-        else:
-            self._register(run_id, _Entry("chain", None, parent.ctx, parent.run, parent.node))
+        try:
+            md = metadata or {}
+            parent = self._entries.get(parent_run_id) if parent_run_id is not None else None
+            if parent is None:
+                if parent_run_id is not None and _is_node_start(tags, md):
+                    return  # a node whose run we do not trace (its start was missed)
+                self._start_run(run_id, inputs, md, kwargs.get("name"), serialized)
+            elif _is_node_start(tags, md):
+                self._start_node(run_id, parent, inputs, md)
+            elif (
+                parent.kind in ("node", "hidden")
+                and _is_router(tags)
+                and self._known_router(md, kwargs.get("name"))
+            ):
+                self._start_decision(run_id, parent, md, kwargs.get("name") or "route")
+            else:
+                self._register(run_id, _Entry("chain", None, parent.ctx, parent.run, parent.node))
+        except Exception as exc:  # fail-open: never reaches the agent
+            health.record_error("handler.on_chain_start", exc)
 
     def _known_router(self, md: Mapping[str, Any], name: str | None) -> bool:
         """With the graph known, only its conditional edges' routers are decisions (a node whose
@@ -415,6 +409,7 @@ class CausalCallbackHandler(BaseCallbackHandler):
             starter=self._starter,
         )
         run.reference = str(reference) if reference is not None else None
+        run.encoder = NodeInputEncoder()
         self._entries[run_id] = _Entry("run", span, run.ctx, run, None)
         trace_id = format(span.get_span_context().trace_id, "032x")
         self._last_run_id = trace_id
@@ -439,12 +434,16 @@ class CausalCallbackHandler(BaseCallbackHandler):
             top,
         )
         ctx = run.place_node(node) or parent.ctx
-        attrs: dict[str, Any] = {
-            **run.common,
-            A.CAUSAL_SPAN_TYPE: "node",
-            A.OPENINFERENCE_SPAN_KIND: "CHAIN",
-            **node.child_attributes(),
-        }
+        attrs: dict[str, Any] = dict(run.common)
+        attrs[A.CAUSAL_SPAN_TYPE] = "node"
+        attrs[A.OPENINFERENCE_SPAN_KIND] = "CHAIN"
+        attrs[A.CAUSAL_NODE] = name  # node.child_attributes(), inline
+        if node.step is not None:
+            attrs[A.CAUSAL_LANGGRAPH_STEP] = node.step
+        if node.hop is not None:
+            attrs[A.CAUSAL_HOP_INDEX] = node.hop.index
+        if node.ns:
+            attrs[A.CAUSAL_CHECKPOINT_NS] = node.ns
         path = md.get("langgraph_path")
         if path:
             attrs[A.CAUSAL_LANGGRAPH_PATH] = self._static_json(path)
@@ -463,7 +462,7 @@ class CausalCallbackHandler(BaseCallbackHandler):
     def _static_json(self, value: Any) -> str:
         """``to_json`` of a node's path / triggers / a router's options, cached when it is a list
         or tuple of strings: the same few come back at every step of every run."""
-        if not isinstance(value, list | tuple) or not all(type(v) is str for v in value):
+        if not isinstance(value, list | tuple) or not _STR_ONLY.issuperset(map(type, value)):
             return to_json(value)
         key = (type(value), tuple(value))
         text = self._json_cache.get(key)
@@ -477,10 +476,12 @@ class CausalCallbackHandler(BaseCallbackHandler):
         """The node's input as what changed since the run's earlier node spans (fail-open: the
         whole input when encoding fails)."""
         try:
-            with self._lock:
-                encoder = self._encoders.get(run)
-                if encoder is None:
-                    encoder = self._encoders[run] = NodeInputEncoder()
+            encoder = run.encoder
+            if encoder is None:  # a node starting after its run ended
+                with self._lock:
+                    encoder = run.encoder
+                    if encoder is None:
+                        encoder = run.encoder = NodeInputEncoder()
             return encoder.attributes(inputs)
         except Exception as exc:
             health.record_error("handler.node_input", exc)
@@ -496,38 +497,42 @@ class CausalCallbackHandler(BaseCallbackHandler):
         span = self._starter.start(name, parent.ctx, attrs)
         self._register(run_id, _Entry("decision", span, None, parent.run, parent.node, ends))
 
-    @_fail_open("handler.on_chain_end")
     def on_chain_end(
         self, outputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
-        entry = self._entries.get(run_id)
-        if entry is None:
-            return
-        if entry.kind == "node":
-            self._end_node(run_id, entry, outputs, None)
-        elif entry.kind == "decision":
-            choice = list(dict.fromkeys(route_choice(outputs, entry.data)))
-            self._end(run_id, {A.CAUSAL_DECISION_CHOICE: ",".join(choice)} if choice else None)
-        elif entry.kind == "run":
-            self._end_run(run_id, entry, outputs, None)
-        else:
-            self._entries.pop(run_id, None)
+        try:
+            entry = self._entries.get(run_id)
+            if entry is None:
+                return
+            if entry.kind == "node":
+                self._end_node(run_id, entry, outputs, None)
+            elif entry.kind == "decision":
+                choice = list(dict.fromkeys(route_choice(outputs, entry.data)))
+                self._end(run_id, {A.CAUSAL_DECISION_CHOICE: ",".join(choice)} if choice else None)
+            elif entry.kind == "run":
+                self._end_run(run_id, entry, outputs, None)
+            else:
+                self._entries.pop(run_id, None)
+        except Exception as exc:  # fail-open: never reaches the agent
+            health.record_error("handler.on_chain_end", exc)
 
-    @_fail_open("handler.on_chain_error")
     def on_chain_error(
         self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
-        entry = self._entries.get(run_id)
-        if entry is None:
-            return
-        if entry.kind == "node":
-            self._end_node(run_id, entry, None, error)
-        elif entry.kind == "run":
-            self._end_run(run_id, entry, None, error)
-        elif entry.span is not None:
-            self._end(run_id, None, error)
-        else:
-            self._entries.pop(run_id, None)
+        try:
+            entry = self._entries.get(run_id)
+            if entry is None:
+                return
+            if entry.kind == "node":
+                self._end_node(run_id, entry, None, error)
+            elif entry.kind == "run":
+                self._end_run(run_id, entry, None, error)
+            elif entry.span is not None:
+                self._end(run_id, None, error)
+            else:
+                self._entries.pop(run_id, None)
+        except Exception as exc:  # fail-open: never reaches the agent
+            health.record_error("handler.on_chain_error", exc)
 
     def _end_node(self, run_id: UUID, entry: _Entry, outputs: Any, error: BaseException | None) -> None:
         self._entries.pop(run_id, None)
@@ -547,13 +552,9 @@ class CausalCallbackHandler(BaseCallbackHandler):
         targets = list(dict.fromkeys(goto_targets(outputs)))
         if targets:
             attrs = self._child_attributes(entry, with_ns=False, session=False)
-            attrs.update(
-                {
-                    A.CAUSAL_SPAN_TYPE: "decision",
-                    A.OPENINFERENCE_SPAN_KIND: "DECISION",
-                    A.CAUSAL_DECISION_CHOICE: ",".join(targets),
-                }
-            )
+            attrs[A.CAUSAL_SPAN_TYPE] = "decision"
+            attrs[A.OPENINFERENCE_SPAN_KIND] = "DECISION"
+            attrs[A.CAUSAL_DECISION_CHOICE] = ",".join(targets)
             goto = self._starter.start("goto", entry.ctx, attrs, start_time=end_ns)
             _finish(goto, None, end_ns)
         if node.depth != 0:
@@ -587,8 +588,7 @@ class CausalCallbackHandler(BaseCallbackHandler):
                 if leftover is not None and leftover.span is not None and leftover.span.is_recording():
                     leftover.span.end()
             run.finish()
-            with self._lock:
-                self._encoders.pop(run, None)
+            run.encoder = None
             self._emit_answer(run)
             if error is None:
                 put_attributes(span, value_attributes(A.OUTPUT_VALUE, A.OUTPUT_MIME_TYPE, outputs))
@@ -625,15 +625,11 @@ class CausalCallbackHandler(BaseCallbackHandler):
             or "llm"
         )
         attrs = self._child_attributes(parent)
-        attrs.update(
-            {
-                A.CAUSAL_SPAN_TYPE: "llm",
-                A.OPENINFERENCE_SPAN_KIND: "LLM",
-                A.GEN_AI_OPERATION_NAME: "chat",
-                A.LLM_MODEL_NAME: str(model),
-                A.GEN_AI_REQUEST_MODEL: str(model),
-            }
-        )
+        attrs[A.CAUSAL_SPAN_TYPE] = "llm"
+        attrs[A.OPENINFERENCE_SPAN_KIND] = "LLM"
+        attrs[A.GEN_AI_OPERATION_NAME] = "chat"
+        attrs[A.LLM_MODEL_NAME] = str(model)
+        attrs[A.GEN_AI_REQUEST_MODEL] = str(model)
         provider = md.get("ls_provider")
         if provider:
             attrs[A.LLM_PROVIDER] = str(provider)
@@ -649,7 +645,6 @@ class CausalCallbackHandler(BaseCallbackHandler):
         attrs.update(message_attrs)
         self._start_child(run_id, parent, "llm", str(model), attrs)
 
-    @_fail_open("handler.on_chat_model_start")
     def on_chat_model_start(
         self,
         serialized: dict[str, Any],
@@ -661,10 +656,14 @@ class CausalCallbackHandler(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        batch = messages[0] if messages else []
-        self._start_llm(run_id, parent_run_id, serialized, input_message_attributes(batch), metadata, kwargs)
+        try:
+            batch = messages[0] if messages else []
+            self._start_llm(
+                run_id, parent_run_id, serialized, input_message_attributes(batch), metadata, kwargs
+            )
+        except Exception as exc:  # fail-open: never reaches the agent
+            health.record_error("handler.on_chat_model_start", exc)
 
-    @_fail_open("handler.on_llm_start")
     def on_llm_start(
         self,
         serialized: dict[str, Any],
@@ -676,25 +675,31 @@ class CausalCallbackHandler(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        self._start_llm(
-            run_id, parent_run_id, serialized, input_message_attributes(prompts[:1]), metadata, kwargs
-        )
+        try:
+            self._start_llm(
+                run_id, parent_run_id, serialized, input_message_attributes(prompts[:1]), metadata, kwargs
+            )
+        except Exception as exc:  # fail-open: never reaches the agent
+            health.record_error("handler.on_llm_start", exc)
 
-    @_fail_open("handler.on_llm_end")
     def on_llm_end(
         self, response: LLMResult, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
-        if run_id in self._entries:
-            self._end(run_id, llm_result_attributes(response))
+        try:
+            if run_id in self._entries:
+                self._end(run_id, llm_result_attributes(response))
+        except Exception as exc:  # fail-open: never reaches the agent
+            health.record_error("handler.on_llm_end", exc)
 
-    @_fail_open("handler.on_llm_error")
     def on_llm_error(
         self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
-        self._end(run_id, None, error)
+        try:
+            self._end(run_id, None, error)
+        except Exception as exc:  # fail-open: never reaches the agent
+            health.record_error("handler.on_llm_error", exc)
 
     # --- retrievers ----------------------------------------------------------------------
-    @_fail_open("handler.on_retriever_start")
     def on_retriever_start(
         self,
         serialized: dict[str, Any],
@@ -706,30 +711,32 @@ class CausalCallbackHandler(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        parent = self._entries.get(parent_run_id) if parent_run_id is not None else None
-        if parent is None:
-            return
-        md = metadata or {}
-        name = (
-            kwargs.get("name") or md.get("ls_retriever_name") or (serialized or {}).get("name") or "retriever"
-        )
-        hop, defined = self._note_action(parent, query)
-        attrs = self._child_attributes(parent)
-        attrs.update(
-            {
-                A.CAUSAL_SPAN_TYPE: "retrieval",
-                A.OPENINFERENCE_SPAN_KIND: "RETRIEVER",
-                A.GEN_AI_OPERATION_NAME: "retrieval",
-                A.INPUT_VALUE: query,
-                A.GEN_AI_RETRIEVAL_QUERY_TEXT: query,
-                A.CAUSAL_RETRIEVER_NAME: str(name),
-            }
-        )
-        if hop is not None:
-            attrs[A.CAUSAL_HOP_INDEX] = hop.index
-        if defined:
-            attrs[A.CAUSAL_HOP_SUB_QUERY] = query
-        self._start_child(run_id, parent, "retrieval", str(name), attrs)
+        try:
+            parent = self._entries.get(parent_run_id) if parent_run_id is not None else None
+            if parent is None:
+                return
+            md = metadata or {}
+            name = (
+                kwargs.get("name")
+                or md.get("ls_retriever_name")
+                or (serialized or {}).get("name")
+                or "retriever"
+            )
+            hop, defined = self._note_action(parent, query)
+            attrs = self._child_attributes(parent)
+            attrs[A.CAUSAL_SPAN_TYPE] = "retrieval"
+            attrs[A.OPENINFERENCE_SPAN_KIND] = "RETRIEVER"
+            attrs[A.GEN_AI_OPERATION_NAME] = "retrieval"
+            attrs[A.INPUT_VALUE] = query
+            attrs[A.GEN_AI_RETRIEVAL_QUERY_TEXT] = query
+            attrs[A.CAUSAL_RETRIEVER_NAME] = str(name)
+            if hop is not None:
+                attrs[A.CAUSAL_HOP_INDEX] = hop.index
+            if defined:
+                attrs[A.CAUSAL_HOP_SUB_QUERY] = query
+            self._start_child(run_id, parent, "retrieval", str(name), attrs)
+        except Exception as exc:  # fail-open: never reaches the agent
+            health.record_error("handler.on_retriever_start", exc)
 
     @staticmethod
     def _note_action(parent: _Entry, query: str | None, force_new: bool = False) -> tuple[Hop | None, bool]:
@@ -737,21 +744,24 @@ class CausalCallbackHandler(BaseCallbackHandler):
             return None, False
         return parent.run.note_action(parent.node, query, force_new=force_new)
 
-    @_fail_open("handler.on_retriever_end")
     def on_retriever_end(
         self, documents: Sequence[Any], *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
-        if run_id in self._entries:
-            self._end(run_id, document_attributes(documents))
+        try:
+            if run_id in self._entries:
+                self._end(run_id, document_attributes(documents))
+        except Exception as exc:  # fail-open: never reaches the agent
+            health.record_error("handler.on_retriever_end", exc)
 
-    @_fail_open("handler.on_retriever_error")
     def on_retriever_error(
         self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
-        self._end(run_id, None, error)
+        try:
+            self._end(run_id, None, error)
+        except Exception as exc:  # fail-open: never reaches the agent
+            health.record_error("handler.on_retriever_error", exc)
 
     # --- tools ---------------------------------------------------------------------------
-    @_fail_open("handler.on_tool_start")
     def on_tool_start(
         self,
         serialized: dict[str, Any],
@@ -764,43 +774,50 @@ class CausalCallbackHandler(BaseCallbackHandler):
         inputs: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        parent = self._entries.get(parent_run_id) if parent_run_id is not None else None
-        if parent is None:
-            return
-        md = metadata or {}
-        name = str((serialized or {}).get("name") or kwargs.get("name") or "tool")
-        args: Any = inputs if isinstance(inputs, dict) else {"input": input_str}
-        hop, _ = self._note_action(parent, tool_sub_query(args), force_new=md.get(HOP_METADATA_KEY) is True)
-        attrs = self._child_attributes(parent)
-        attrs.update(
-            {
-                A.CAUSAL_SPAN_TYPE: "tool",
-                A.OPENINFERENCE_SPAN_KIND: "TOOL",
-                A.GEN_AI_OPERATION_NAME: "execute_tool",
-                A.TOOL_NAME: name,
-                A.GEN_AI_TOOL_NAME: name,
-                A.TOOL_PARAMETERS: to_json(args),
-            }
-        )
-        if hop is not None:
-            attrs[A.CAUSAL_HOP_INDEX] = hop.index
-        call_id = kwargs.get("tool_call_id")
-        if call_id:
-            attrs[A.TOOL_ID] = str(call_id)
-            attrs[A.GEN_AI_TOOL_CALL_ID] = str(call_id)
-        if name in self.info.side_effecting or md.get(SIDE_EFFECTING_METADATA_KEY) is True:
-            attrs[A.CAUSAL_TOOL_SIDE_EFFECTING] = True
-        self._start_child(run_id, parent, "tool", name, attrs)
+        try:
+            parent = self._entries.get(parent_run_id) if parent_run_id is not None else None
+            if parent is None:
+                return
+            md = metadata or {}
+            name = str((serialized or {}).get("name") or kwargs.get("name") or "tool")
+            args: Any = inputs if isinstance(inputs, dict) else {"input": input_str}
+            hop, _ = self._note_action(
+                parent, tool_sub_query(args), force_new=md.get(HOP_METADATA_KEY) is True
+            )
+            attrs = self._child_attributes(parent)
+            attrs[A.CAUSAL_SPAN_TYPE] = "tool"
+            attrs[A.OPENINFERENCE_SPAN_KIND] = "TOOL"
+            attrs[A.GEN_AI_OPERATION_NAME] = "execute_tool"
+            attrs[A.TOOL_NAME] = name
+            attrs[A.GEN_AI_TOOL_NAME] = name
+            attrs[A.TOOL_PARAMETERS] = to_json(args)
+            if hop is not None:
+                attrs[A.CAUSAL_HOP_INDEX] = hop.index
+            call_id = kwargs.get("tool_call_id")
+            if call_id:
+                attrs[A.TOOL_ID] = str(call_id)
+                attrs[A.GEN_AI_TOOL_CALL_ID] = str(call_id)
+            if name in self.info.side_effecting or md.get(SIDE_EFFECTING_METADATA_KEY) is True:
+                attrs[A.CAUSAL_TOOL_SIDE_EFFECTING] = True
+            self._start_child(run_id, parent, "tool", name, attrs)
+        except Exception as exc:  # fail-open: never reaches the agent
+            health.record_error("handler.on_tool_start", exc)
 
-    @_fail_open("handler.on_tool_end")
     def on_tool_end(
         self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
-        if run_id in self._entries:
-            self._end(run_id, {A.OUTPUT_VALUE: tool_output_text(output), A.OUTPUT_MIME_TYPE: "text/plain"})
+        try:
+            if run_id in self._entries:
+                self._end(
+                    run_id, {A.OUTPUT_VALUE: tool_output_text(output), A.OUTPUT_MIME_TYPE: "text/plain"}
+                )
+        except Exception as exc:  # fail-open: never reaches the agent
+            health.record_error("handler.on_tool_end", exc)
 
-    @_fail_open("handler.on_tool_error")
     def on_tool_error(
         self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
-        self._end(run_id, None, error)
+        try:
+            self._end(run_id, None, error)
+        except Exception as exc:  # fail-open: never reaches the agent
+            health.record_error("handler.on_tool_error", exc)

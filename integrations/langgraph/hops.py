@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -35,6 +35,9 @@ from causal_middleware.spans import attributes as A
 from causal_middleware.spans.trusted import SpanStarter
 
 from .graph_info import GraphInfo
+
+if TYPE_CHECKING:
+    from .extract import NodeInputEncoder
 
 _OK = Status(StatusCode.OK)
 
@@ -124,6 +127,8 @@ class RunState:
         self.answer: tuple[Context, dict[str, Any], int] | None = None
         # the run's reference answer (config["metadata"]["causal_reference"]): its outcome at the end
         self.reference: str | None = None
+        # its node inputs' encoder (extract.NodeInputEncoder), set by the handler, None once it ended
+        self.encoder: NodeInputEncoder | None = None
 
     # --- hops ----------------------------------------------------------------------------
     def _is_hop_node(self, name: str) -> bool:
