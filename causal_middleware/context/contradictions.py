@@ -32,7 +32,13 @@ _I = re.IGNORECASE
 CONTRADICTION_KINDS = MEASURED_KINDS
 
 # A hypothetical states no value ("24 months would have been nicer", "if it were 2 days ...").
-_HYPOTHETICAL = re.compile(r"\b(?:would|could|might)(?:'ve|\s+have)\b|^if\b|\bwish\b", _I)
+# A modal perfect needs a participle: "I could have up to 6 points" states a permission, not a
+# hypothetical.
+_HYPOTHETICAL = re.compile(
+    r"\b(?:would|could|might)(?:'ve|\s+have)\s+(?:not\s+|never\s+|just\s+|already\s+)?"
+    r"(?:been|had|done|gone|[a-z]+(?:ed|en|wn|ne|t|d))\b|^if\b|\bwish\b",
+    _I,
+)
 # A value proposed as a question the asker expects agreement with: a negative question about the
 # answer's subject ("isn't it 30 days?", "wasn't that raised to 30 days?") or a value with a tag
 # ("30 days, surely?", "30 days, right?").
@@ -85,7 +91,9 @@ def contradictions(conversation: Conversation, found: list[Signal]) -> list[Sign
             if shape in ("question", "request") or _HYPOTHETICAL.search(body):
                 continue
             if "?" not in n.content and (
-                hit := _same_attribute(sent, last_agent.content) or _same_counted(sent, last_agent.content)
+                hit := _same_attribute(sent, last_agent.content)
+                or _same_counted(sent, last_agent.content)
+                or _same_attribute_after(sent, last_agent.content)
             ):
                 break
             values = in_answer_units(find_values(sent), said)
@@ -165,8 +173,9 @@ def _turn_contrast(text: str, said: list[tuple[str, str]]) -> tuple[str, list[st
     if not measured:
         return None
     values = find_values(text)
-    if not any(same_value(v, a) for _, v in values for _, a in measured):
-        return None
+    # without the answer's own value beside it, only a source's account is a contrast ("your help
+    # page says up to 2 hours, so why would I pay?")
+    relayed_only = not any(same_value(v, a) for _, v in values for _, a in measured)
     for sent in sentences(text):
         clauses = [c for c in _CLAUSE.split(sent) if c.strip()]
         if sent.rstrip().endswith("?"):
@@ -183,11 +192,22 @@ def _turn_contrast(text: str, said: list[tuple[str, str]]) -> tuple[str, list[st
                 continue
             if shape == "personal" and not (REPORTED.search(clause) or EXPERIENCED.search(clause)):
                 continue  # the user's own plans or needs ("I'll need it in 5 days anyway")
+            if relayed_only and not (REPORTED.search(clause) and _THIRD_PARTY_SOURCE.search(clause)):
+                continue
             for kind, value in find_values(clause):
                 same = [a for k, a in measured if k == kind]
                 if same and not any(same_value(value, a) for a in same):
                     return value, same, 0.8
     return None
+
+
+# A source other than the user: a named thing or person before the reporting verb ("your help page
+# says", "the sign said", "Member Care told me"), not "I said".
+_THIRD_PARTY_SOURCE = re.compile(
+    r"\b(?!i\b|we\b|you\b)[a-z]+\s+(?:says?|said|states?|stated|shows?|showed|reads|lists?|listed|told|tells|"
+    r"mentions?|mentioned|confirms?|confirmed|wrote|displays|displayed|posted)\b",
+    _I,
+)
 
 
 # Words that sit between an attribute and its value ("a GPA of exactly 3.5", "the fee is about 40").
@@ -239,6 +259,53 @@ def _same_attribute(sentence: str, answer: str) -> tuple[str, list[str], float] 
             continue
         for t_attr, t_value in targets:
             if t_attr == attr and value != t_value:
+                return value, [t_value], 0.8
+    return None
+
+
+def _attribute_after(text: str, end: int) -> list[str]:
+    """The two content words right after position ``end`` ("£5 of driving credit" -> driving, credit)."""
+    words = re.findall(r"[A-Za-z][A-Za-z'-]*", text[end:][:80])
+    picked: list[str] = []
+    for w in words:
+        if w.lower() in _LINK_WORDS and not picked:
+            continue
+        if w.lower() in _LINK_WORDS or not term_seq(w):
+            break
+        picked.append(stem(w.lower()))
+        if len(picked) == 2:
+            break
+    return picked if len(picked) == 2 else []
+
+
+# The user's own wants and plans set no value for the answer's attribute.
+_WANT = re.compile(r"\b(?:want|need|would like|'d like|hope|hoping|plan|planning|will|'ll|going to)\b", _I)
+
+
+def _same_attribute_after(sentence: str, answer: str) -> tuple[str, list[str], float] | None:
+    """A measured value followed by the same two words as a value of the answer ("£10 of driving
+    credit" against "£5 of driving credit"): another value for the answer's own attribute, stated
+    as a fact (an account of what someone gave, charged or allowed), not a want or a plan."""
+    if _WANT.search(sentence) or _HYPOTHETICAL.search(sentence):
+        return None
+    targets = []
+    pos = 0
+    for kind, value in find_values(answer):
+        at = answer.find(value, pos)
+        pos = at + len(value) if at >= 0 else pos
+        if kind in CONTRADICTION_KINDS and at >= 0 and (attr := _attribute_after(answer, at + len(value))):
+            targets.append((kind, attr, value))
+    if not targets:
+        return None
+    pos = 0
+    for kind, value in find_values(sentence):
+        at = sentence.find(value, pos)
+        pos = at + len(value) if at >= 0 else pos
+        if at < 0 or kind not in CONTRADICTION_KINDS:
+            continue
+        attr = _attribute_after(sentence, at + len(value))
+        for t_kind, t_attr, t_value in targets:
+            if attr and t_kind == kind and t_attr == attr and not same_value(value, t_value):
                 return value, [t_value], 0.8
     return None
 
@@ -310,6 +377,21 @@ def _counted(text: str) -> list[tuple[str, str, int]]:
     return out
 
 
+def counted_nouns(text: str) -> dict[str, tuple[str, str]]:
+    """``{noun stem: (number, "number noun")}`` for the nouns a text counts with a bare number
+    ("no more than 5 attempts" -> ``{"attempt": ("5", "5 attempts")}``); a noun counted twice with
+    different numbers is left out."""
+    out: dict[str, tuple[str, str]] = {}
+    clash: set[str] = set()
+    for noun, value, at in _counted(text):
+        m = re.match(r"\s*[A-Za-z][a-z]*", text[at + len(value) :])
+        span = value + (m.group(0) if m else "")
+        if noun in out and out[noun][0] != value:
+            clash.add(noun)
+        out.setdefault(noun, (value, " ".join(span.split())))
+    return {k: v for k, v in out.items() if k not in clash}
+
+
 def _same_counted(sentence: str, answer: str) -> tuple[str, list[str], float] | None:
     """Another count of what the answer counted, stated as a fact: "it's 3 instalments" or "the
     letter says 3 instalments" after "the plan has 2 instalments". The user's own tally ("I've
@@ -341,11 +423,30 @@ def _despite(text: str, answer: str) -> tuple[str, list[str], float] | None:
         return None
     answer_terms = set(term_seq(answer))
     for sent in sentences(text):
-        if not _STILL.search(sent) or _PLAN.search(sent) or statement_kind(sent) in ("question", "request"):
+        if _PLAN.search(sent) or statement_kind(sent) in ("question", "request"):
             continue
         kinds = {k for k, _ in said}
         values = [v for k, v in find_values(sent) if k in kinds]
-        rest = set(term_seq(_STILL.split(sent, maxsplit=1)[1]))
-        if values and rest & answer_terms:
-            return values[0], [said[0][1]], 0.8
+        if _STILL.search(sent):
+            rest = set(term_seq(_STILL.split(sent, maxsplit=1)[1]))
+            if values and rest & answer_terms:
+                return values[0], [said[0][1]], 0.8
+        elif _WORKED.search(sent) and _DONE_ACT.search(sent):
+            # "I extended at 10 minutes before the end and it worked fine" after "until 5 minutes
+            # before": the user did, with another value, what the answer's limit rules out
+            other = [v for v in values if not any(same_value(v, a) for _, a in said)]
+            if other and set(term_seq(sent)) & answer_terms:
+                return other[0], [said[0][1]], 0.8
     return None
+
+
+# An outcome that succeeded ("and it worked fine", "it went through", "no problem").
+_WORKED = re.compile(
+    r"\b(?:it|that|this|which)\s+(?:worked|went through|was (?:fine|accepted|approved|ok|okay)|got (?:accepted|approved))\b|"
+    r"\bno (?:problem|issue)s?\b(?!\s+(?:at all\s+)?(?:with|if))",
+    _I,
+)
+# ... of an act the user did (a past verb of theirs).
+_DONE_ACT = re.compile(
+    r"\b(?:i|we)\s+(?:just\s+|already\s+)?[a-z]+ed\b|\b(?:i|we)\s+(?:did|got|made|put|paid|sent)\b", _I
+)

@@ -19,6 +19,7 @@ from causal_middleware.context.objections import (
     OWN_WORDS,
     behavioural_objection,
     challenges_agent,
+    doubted_with_source,
     relayed_conflict,
     relayed_contradiction,
 )
@@ -30,10 +31,12 @@ from causal_middleware.context.text import (
     content_tokens,
     find_values,
     in_answer_units,
+    magnitude,
     normalize,
     relevance,
     same_value,
     sentences,
+    term_seq,
     value_kind,
     with_number,
 )
@@ -148,6 +151,11 @@ def correction_delta(
             if phrase and not _is_judgement(phrase) and (not got or normalize(phrase) != normalize(got)):
                 expected = phrase
                 break
+    recount = _recounted(correction, answer)
+    if recount is not None:
+        # "your colleague said you'd do up to 3 attempts" after "no more than 5 attempts": another
+        # count of what the answer counted is a value, whatever the sentence's form
+        return "value", recount[0], recount[1], None
     act = disapproved_act(correction)
     if act and (expected is None or value_kind(expected) not in STRONG_VALUE_KINDS):
         return "behaviour", correction.strip(), None, act
@@ -179,6 +187,7 @@ def correction_delta(
             any(behavioural_objection(sent) for sent in sentences(correction))
             or relayed_conflict(correction)
             or relayed_contradiction(correction, answer or "")
+            or doubted_with_source(correction)
         )
     ):
         return "behaviour", correction.strip(), None, instruction_from(correction)
@@ -227,8 +236,84 @@ def correction_delta(
             same = [span for k, span in said_kinds if k == kind]
             # A value of another kind: the agent answered a different question than the one asked.
             other = [span for k, span in said_kinds if k in STRONG_VALUE_KINDS]
-            got = same[0] if same else (other[0] if kind in STRONG_VALUE_KINDS and len(other) == 1 else None)
+            got = (
+                _contested(expected, same, answer, correction)
+                if same
+                else (other[0] if kind in STRONG_VALUE_KINDS and len(other) == 1 else None)
+            )
     return "value", expected, got, None
+
+
+def _recounted(correction: str, answer: str | None) -> tuple[str, str] | None:
+    """``(expected, got)`` when the correction counts the very noun the answer counted, with another
+    number ("3 attempts" against "5 attempts"); None if it names the answer's own count too."""
+    if not answer:
+        return None
+    from causal_middleware.context.contradictions import counted_nouns
+
+    said = counted_nouns(answer)
+    if len(said) != 1:
+        return None
+    ((noun, (value, span)),) = said.items()
+    mine = counted_nouns(correction)
+    if (
+        noun in mine
+        and mine[noun][0] != value
+        and not re.search(rf"(?<![\w.]){re.escape(value)}\s+{re.escape(span.split()[-1])}", correction, _I)
+    ):
+        return mine[noun][1], span
+    return None
+
+
+# Where a clause of an answer ends: punctuation, a bracket, or a word that opens an exception or a
+# condition ("open 7am-11pm except on the 25th, when ...").
+_ANSWER_CLAUSE = re.compile(
+    r"[,;:()\[\]]|\s[-\u2013\u2014]\s|\b(?:except|unless|but|when|while|whereas|apart from|other than)\b", _I
+)
+
+
+def _clock_minutes(span: str) -> float | None:
+    m = re.fullmatch(r"(\d{1,2})(?::(\d{2}))?\s?(am|pm)?", span.strip(), _I)
+    if not m:
+        return None
+    hour, minute, half = int(m.group(1)), int(m.group(2) or 0), (m.group(3) or "").lower()
+    hour = hour % 12 + (12 if half == "pm" else 0) if half else hour
+    return hour * 60.0 + minute
+
+
+def _reading(kind: str, span: str) -> tuple[str, float] | None:
+    if kind == "time":
+        minutes = _clock_minutes(span)
+        return ("minutes", minutes) if minutes is not None else None
+    return magnitude(kind, span)
+
+
+def _contested(expected: str, same: list[str], answer: str | None, correction: str) -> str:
+    """Which of the answer's several values of the expected's kind the correction sets right: the
+    one in the clause that shares the most words with the correction, and among those the nearest
+    to the correction's value (a correction adjusts the value it disputes: "9am" against "7am ...
+    except on the 25th, when 10am" disputes "10am")."""
+    if len(same) == 1 or not answer:
+        return same[0]
+    said_terms = set(term_seq(correction))
+    clauses = [c for c in _ANSWER_CLAUSE.split(answer) if c and c.strip()]
+
+    def overlap(span: str) -> int:
+        clause = next((c for c in clauses if contains(c, span)), "")
+        return len(set(term_seq(clause)) & said_terms)
+
+    best = max(overlap(span) for span in same)
+    tied = [span for span in same if overlap(span) == best]
+    kind = value_kind(expected)
+    target = _reading(kind, expected)
+    if target is None or len(tied) == 1:
+        return tied[0]
+
+    def distance(span: str) -> float:
+        r = _reading(kind, span)
+        return abs(r[1] - target[1]) if r is not None and r[0] == target[0] else float("inf")
+
+    return min(tied, key=distance)
 
 
 def _reports_absence(answer: str) -> bool:

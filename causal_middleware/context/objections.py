@@ -292,10 +292,64 @@ OWN_WORDS = re.compile(
 )
 
 
+# The agent's instruction echoed back in disbelief, in any clause ("someone's hurt and you're
+# telling me to fill in a form?"): the user restates what the agent told them to do as a question.
+_TELLING_ME = re.compile(
+    r"\byou(?:'re|\s+are)\s+(?:just\s+|really\s+|seriously\s+|now\s+)?(?:telling|asking)\s+me\s+to\b[^?]*\?",
+    _I,
+)
+# A polar question about whether what just happened was proper, pointing back at it ("is it safe
+# for you to take my details like this?", "should I have sent that here at all?"): the user doubts
+# the exchange the agent let happen. A question about a future step has no back reference.
+_PROPRIETY = re.compile(
+    r"^(?:is|was|isn't|wasn't)\s+(?:it|that|this)\s+(?:really\s+|even\s+|actually\s+)?"
+    r"(?:safe|ok|okay|secure|wise|allowed|legal|normal|fine|right|a good idea)\b|"
+    r"^should\s+(?:i|we)\s+(?:have|'ve|even\s+have)\s+[a-z]+(?:ed|en|wn|t|n|d)\b|"
+    r"^(?:are|were)\s+you\s+(?:really\s+|even\s+)?(?:supposed|meant|allowed|permitted)\s+to\b",
+    _I,
+)
+_LOOKING_BACK = re.compile(
+    r"\blike (?:that|this)\b|\bat all\b|\bthat way\b|\bin (?:the|this|a) (?:chat|conversation)\b|"
+    r"\b(?:over|on|via|by) (?:chat|here)\b|\bhere\s*\?",
+    _I,
+)
+
+
+_ASIDE = re.compile(r"^(?:actually|honestly|seriously|hang on|hold on|wait|um+|hmm+)\b[,.!]*\s*", _I)
+
+
 def challenges_agent(sentence: str) -> bool:
     """A challenge of what the agent did, with no value and no correction words: an elliptical
-    "so why did you?" or a statement-order question about the agent with a marker of disbelief
-    ("you can just tell me that?")."""
+    "so why did you?", a statement-order question about the agent with a marker of disbelief
+    ("you can just tell me that?"), the agent's instruction echoed back ("... and you're telling me
+    to wait?") or a question whether what just happened was proper, pointing back at it ("is it
+    safe to do this like this?")."""
     text = _LEAD_IN.sub("", sentence.strip())
     bare = lead_stripped(text)
+    if _TELLING_ME.search(text):
+        return True
+    opened = _ASIDE.sub("", bare or text)
+    if text.endswith("?") and _PROPRIETY.match(opened) and _LOOKING_BACK.search(text):
+        return True
     return bool(_ELLIPTICAL_WHY.search(text) or _INCREDULOUS.match(text) or _INCREDULOUS.match(bare))
+
+
+# Doubt put to the agent ("are you sure?", "really?") ...
+_DOUBT = re.compile(
+    r"^(?:are you (?:sure|certain)|is that (?:right|true|correct|so)|really|seriously)\s*\?+$", _I
+)
+
+
+def doubted_with_source(text: str) -> bool:
+    """Doubt put to the agent and, in another sentence of the turn, what a source other than the
+    user or the agent states ("Are you sure? The policy page says it gets reviewed first."): the
+    user sets the source against the answer, whatever it says."""
+    sents = [_LEAD_IN.sub("", s.strip()) for s in sentences(text)]
+    if not any(_DOUBT.match(s) for s in sents):
+        return False
+    for sent in sents:
+        if sent.endswith("?"):
+            continue
+        if any(not _FIRST_OR_SECOND.search(m.group("before")) for m in _RELAYED.finditer(sent)):
+            return True
+    return False

@@ -11,6 +11,7 @@ from causal_middleware.context.objections import (
     OWN_WORDS,
     behavioural_objection,
     challenges_agent,
+    doubted_with_source,
     relayed_conflict,
     relayed_contradiction,
 )
@@ -72,6 +73,7 @@ def pushback(conversation: Conversation, found: list[Signal]) -> list[Signal]:
                 or behavioural_objection(body)
                 or relayed_conflict(n.content)
                 or relayed_contradiction(n.content, last_agent.content)
+                or doubted_with_source(n.content)
             ):
                 out.append(
                     Signal(

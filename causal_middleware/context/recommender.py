@@ -48,7 +48,7 @@ from causal_middleware.context.text import (
     term_set,
     value_kind,
 )
-from causal_middleware.context.tool_errors import allowed_values
+from causal_middleware.context.tool_errors import allowed_values, renamed_argument
 from causal_middleware.context.workspace import (
     KBEntry,
     Workspace,
@@ -274,6 +274,12 @@ class _Recommender:
             text, prompt, hits = None, None, []
         current = self._current(path) if path else None
         base = text if text is not None else current
+        if got is None and expected is None and base is not None and self.delta.anchor_node_id:
+            # the error names only the required argument the call left out: the call sent it under
+            # the name the description gives for it
+            failed = self.conv.node(self.delta.anchor_node_id)
+            if failed is not None and failed.output:
+                expected, got = renamed_argument(failed.output, failed.content or "", base)
         if (
             self.explore
             and base is not None

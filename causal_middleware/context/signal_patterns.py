@@ -83,6 +83,12 @@ CORRECTION_PATTERNS: tuple[tuple[re.Pattern[str], float], ...] = tuple(
             0.95,
         ),
         (r"\bthat(?:'s| is) not what (?:the|our|your) \w+ (?:says?|said|states?)\b", 0.9),
+        # the answer addressed something else ("you answered a different question")
+        (
+            r"\byou(?:'ve| have)?\s+(?:just\s+)?(?:answered|addressed|responded to|replied to)\s+(?:a\s+)?"
+            r"(?:different|another|the wrong|some other)\s+(?:question|thing|one)\b",
+            0.85,
+        ),
         # Disapproval of what the agent just did ("that's not okay"), and challenges addressed to
         # the agent: a negated modal ("you can't promise that", "shouldn't you ...") or a
         # rhetorical "how can you ...". Requests ("can you ...") are not challenges.

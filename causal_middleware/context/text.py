@@ -31,7 +31,9 @@ CONVERSATION_WORDS = QUESTION_WORDS | JUDGEMENT_WORDS
 
 # ISO 4217 codes of the most traded currencies: "EUR 5" and "5 EUR" are amounts like "€5".
 _CURRENCY_CODES = (
-    "usd|eur|gbp|chf|jpy|cny|cad|aud|nzd|sek|nok|dkk|pln|czk|huf|inr|hkd|sgd|zar|mxn|brl|krw|try"
+    "usd|eur|gbp|chf|jpy|cny|cad|aud|nzd|sek|nok|dkk|pln|czk|huf|inr|hkd|sgd|zar|mxn|brl|krw|"
+    # a code that is also an English word ("try 3 times") is a currency only in capitals
+    "(?-i:TRY)"
 )
 # Numbers written as words ("two", "thirty", "twenty-five"): read as the number they name.
 _UNITS_WORDS = {
@@ -93,7 +95,28 @@ _DURATION = (
     r"\d+(?:\.\d+)?(?:\s?-\s?\d+)?[\s-]?(?:business |calendar |working )?"
     r"(?:seconds?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?)\b|"
     r"\b" + _WORD_NUM + r"[\s-](?:business |calendar |working )?"
-    r"(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?)\b"
+    r"(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?)\b|"
+    # one unit named by its article after a preposition of time ("within an hour", "for a week");
+    # "twice a day" is a rate
+    r"(?:"
+    + "|".join(
+        f"(?<=\\b{p} )"
+        for p in (
+            "within",
+            "in",
+            "for",
+            "after",
+            "before",
+            "over",
+            "under",
+            "than",
+            "about",
+            "around",
+            "to",
+            "of",
+        )
+    )
+    + r")an?\s+(?:business |calendar |working )?(?:minute|hour|day|week|month|year)\b(?!\s*(?:or|and)\s+(?:two|2|so)\b)"
 )
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _DATE = (
@@ -307,7 +330,14 @@ def value_kind(value: str) -> str:
     spans = find_values(value)
     if spans and normalize(spans[0][1]) == normalize(value):
         return spans[0][0]
+    if _ARTICLE_UNIT.fullmatch(value.strip()):
+        return "duration"  # "an hour", read out of its sentence
     return "phrase"
+
+
+_ARTICLE_UNIT = re.compile(
+    r"an?\s+(?:business |calendar |working )?(?:minute|hour|day|week|month|year)", re.IGNORECASE
+)
 
 
 _DURATION_SECONDS = {
@@ -323,7 +353,7 @@ def magnitude(kind: str, span: str) -> tuple[str, float] | None:
 
     ``magnitude("size", "2 GB") == ("bytes", 2e9)``; None for kinds without a magnitude.
     """
-    span = _in_digits(span)
+    span = re.sub(r"^an?\s+", "1 ", _in_digits(span), flags=re.IGNORECASE)
     if kind == "money":
         return _money(span)
     if kind not in ("size", "measure", "duration"):

@@ -484,3 +484,43 @@ def looks_like_error(output: str) -> bool:
             return True
         return False
     return data is None and _ERROR_WORDS.search(output or "") is not None
+
+
+def _words_of(name: str) -> list[str]:
+    """The words of a code name: "new_end_time" -> ["new", "end", "time"], "endsAt" -> ["ends", "at"]."""
+    return [w.lower() for w in re.split(r"[_.\-\s]+|(?<=[a-z])(?=[A-Z])", name) if w]
+
+
+def renamed_argument(output: str, args_text: str, description: str) -> tuple[str | None, str | None]:
+    """``(expected, got)`` for an error that only names a required argument the call did not send
+    (``{"errors": {"new_end_time": ["... is required."]}}``): the call sent it under another name,
+    the one the tool's description gives for the same thing. The description names the thing in
+    words and the argument in code in one sentence ("send the new end time as return_by"); else
+    the one sent name that shares a word with the required one ("ends_at" for "end_time")."""
+    sent = structured(args_text)
+    if not isinstance(sent, dict) or not sent or not description:
+        return None, None
+    expected, got = _argument_fault(structured(output), error_text(output), args_text)
+    if expected is None or got is not None or _names(description, expected):
+        return None, None
+    keys = [str(k) for k in sent if _names(description, str(k))]
+    words = _words_of(expected)
+    spoken = re.compile(r"\b" + r"[\s-]+".join(re.escape(w) for w in words) + r"\b", _I)
+    # a description wraps its sentences across lines (a YAML folded block): split at punctuation only
+    for sentence in re.split(r"(?<=[.;!?])\s+|\n\s*\n", description):
+        m = spoken.search(sentence)
+        if m:
+            # the name written right after the words ("the new end time as new_end_time")
+            after = sentence[m.end() :]
+            at = {
+                k: hit.start()
+                for k in keys
+                if (hit := re.search(rf"(?<![\w-]){re.escape(k)}(?![\w-])", after))
+            }
+            if at:
+                return expected, min(at, key=lambda k: at[k])
+    stems = {w.rstrip("s") for w in words if len(w) > 2}
+    sharing = [k for k in keys if stems & {w.rstrip("s") for w in _words_of(k) if len(w) > 2}]
+    if len(sharing) == 1:
+        return expected, sharing[0]
+    return None, None
