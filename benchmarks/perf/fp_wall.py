@@ -50,12 +50,14 @@ def _checkout(ref: str, into: Path) -> Path | None:
 
 def _run(args: list[str], out: Path, pythonpath: Path | None) -> dict[str, Any]:
     env = dict(os.environ)
+    cwd = ROOT
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
+        cwd = pythonpath  # ``python -m`` puts the working folder first on sys.path
     command = [sys.executable, "-m", "causal_middleware.cli.main", "bench", "fp", *args]
     command += ["--no-progress", "--out", str(out)]
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]

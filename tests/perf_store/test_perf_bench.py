@@ -81,3 +81,5 @@ def test_the_fp_wall_part_times_bench_fp_three_ways_with_equal_results() -> None
     if before is not None:
         assert result["before_ref"] == before and result["auto_over_before"] > 0
         assert "path_aware" in result["diagnosers_same_as_before"] + result["diagnosers_changed_since_before"]
+        # the old revision really ran: it lacks diagnosers added since
+        assert "decisive_step" in result["diagnosers_new_since_before"]
