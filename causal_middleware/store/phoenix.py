@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -251,9 +252,19 @@ class PhoenixSpanSource:
     every Phoenix client. ``client``: an ``arize-phoenix-client`` ``Client`` to use instead.
     """
 
-    def __init__(self, url: str, *, timeout_s: float = 30.0, client: Client | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout_s: float = 30.0,
+        client: Client | None = None,
+        span_wait_s: float = 10.0,
+    ) -> None:
         self.url = _check_url(url)
         self.timeout_s = timeout_s
+        # Phoenix ingests exported spans asynchronously: a verdict written right after the run
+        # (a background repair) can reach it before the span does; annotate waits this long for it
+        self.span_wait_s = span_wait_s
         self._client = client
 
     # --- plumbing --------------------------------------------------------------------------
@@ -473,9 +484,19 @@ class PhoenixSpanSource:
             }
             for n in annotations
         ]
-        with self._calling("writing span annotations"):
-            inserted = self._api().spans.log_span_annotations(span_annotations=payload, sync=True)
-        return [str(row["id"]) for row in inserted]
+        deadline = time.monotonic() + self.span_wait_s
+        delay = 0.1
+        while True:
+            try:
+                with self._calling("writing span annotations"):
+                    inserted = self._api().spans.log_span_annotations(span_annotations=payload, sync=True)
+                return [str(row["id"]) for row in inserted]
+            except PhoenixError as exc:
+                # "Spans with IDs ... do not exist": not ingested yet, or never exported
+                if "do not exist" not in str(exc) or time.monotonic() + delay > deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
 
 
 def _aware(moment: datetime | None) -> datetime | None:

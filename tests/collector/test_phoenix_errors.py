@@ -87,3 +87,39 @@ def test_an_unknown_project_names_the_known_ones(phoenix: object, capsys: pytest
         PhoenixSpanSource(url).pull(InMemorySpanStore(), "no-such-project")
     message = str(caught.value)
     assert "no project 'no-such-project'" in message and "default" in message and "\n" not in message
+
+
+class _NotIngestedYet:
+    """A Phoenix client whose span-annotation endpoint answers 404 "do not exist" ``misses``
+    times (the span is still being ingested), then accepts."""
+
+    def __init__(self, misses: int) -> None:
+        self.misses = misses
+        self.calls = 0
+        self.spans = self
+
+    def log_span_annotations(
+        self, *, span_annotations: list[dict[str, object]], sync: bool
+    ) -> list[dict[str, str]]:
+        import httpx
+
+        self.calls += 1
+        if self.calls <= self.misses:
+            request = httpx.Request("POST", "http://phoenix.test/v1/span_annotations")
+            response = httpx.Response(404, request=request, text="Spans with IDs 004039b4d6aef273 do not exist.")
+            raise httpx.HTTPStatusError("not found", request=request, response=response)
+        return [{"id": f"note-{i}"} for i, _ in enumerate(span_annotations)]
+
+
+def test_a_verdict_written_before_phoenix_ingested_its_span_waits_for_it() -> None:
+    pytest.importorskip("httpx")
+    from causal_middleware.store.phoenix import SpanAnnotation
+
+    note = [SpanAnnotation(span_id="004039b4d6aef273", name="repair", label="repaired")]
+    client = _NotIngestedYet(misses=2)
+    source = PhoenixSpanSource("http://phoenix.test", client=client, span_wait_s=5.0)  # type: ignore[arg-type]
+    assert source.annotate(note) == ["note-0"] and client.calls == 3
+    # a span that never arrives: the same one-line error once the wait is over
+    never = PhoenixSpanSource("http://phoenix.test", client=_NotIngestedYet(misses=99), span_wait_s=0.3)  # type: ignore[arg-type]
+    with pytest.raises(PhoenixError, match="do not exist"):
+        never.annotate(note)
