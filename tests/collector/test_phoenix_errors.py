@@ -106,7 +106,9 @@ class _NotIngestedYet:
         self.calls += 1
         if self.calls <= self.misses:
             request = httpx.Request("POST", "http://phoenix.test/v1/span_annotations")
-            response = httpx.Response(404, request=request, text="Spans with IDs 004039b4d6aef273 do not exist.")
+            response = httpx.Response(
+                404, request=request, text="Spans with IDs 004039b4d6aef273 do not exist."
+            )
             raise httpx.HTTPStatusError("not found", request=request, response=response)
         return [{"id": f"note-{i}"} for i, _ in enumerate(span_annotations)]
 
