@@ -32,11 +32,14 @@ ISSUE_REVISION = "7e0c7d2"
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _checkout(ref: str, into: Path) -> Path | None:
-    """``ref``'s tree unpacked under ``into`` (None when this is no git checkout or ``ref`` is
-    unknown), importable as ``causal_middleware`` with its ``integrations`` folder."""
+def checkout_revision(ref: str, into: Path, paths: tuple[str, ...] = ()) -> Path | None:
+    """``ref``'s tree (or only ``paths`` of it) unpacked under ``into`` (None when this is no git
+    checkout or ``ref`` is unknown), importable as ``causal_middleware`` with its ``integrations``
+    folder as the installed package has it."""
     try:
-        archive = subprocess.run(["git", "archive", ref], cwd=ROOT, capture_output=True, check=True).stdout
+        archive = subprocess.run(
+            ["git", "archive", "--format=tar", ref, *paths], cwd=ROOT, capture_output=True, check=True
+        ).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
@@ -81,7 +84,7 @@ def run(
     with tempfile.TemporaryDirectory(prefix="perf-fp-") as tmp:
         folder = Path(tmp)
         if before_ref:
-            tree = _checkout(before_ref, folder / "before")
+            tree = checkout_revision(before_ref, folder / "before")
             if tree is not None:
                 runs["before"] = _run(common, folder / "before.json", tree)
         runs["local"] = _run([*common, "--executor", "local"], folder / "local.json", None)

@@ -1,8 +1,10 @@
-"""A check every shipped example kit passes: the set it generates is labelled, verified and
-deterministic, and every change its faults make is a component of the kit's own layout."""
+"""Checks the shipped example kits pass: the set a kit generates is labelled, verified and
+deterministic, and every change its faults make is a component of the kit's own layout; a held-out
+kit's freeze record is well formed and covers the pipeline and the generator."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from benchmarks.context.kit import generate_kit_benchmark
@@ -23,3 +25,13 @@ def check_generated_set(kit: Path) -> None:
         for path in t.workspace_changes:
             assert ws.component_type(path) != "other", path
     assert dumps(generate_kit_benchmark(kit, seed=4, n_dissatisfied=18, n_control=4)) == dumps(bench)
+
+
+def check_freeze_record(kit: Path, n_files: int) -> None:
+    """``frozen_pipeline.sha256`` beside ``kit``: ``n_files`` sha256sum lines, all under the
+    pipeline (``causal_middleware/context/``) or the generator (``benchmarks/context/``)."""
+    lines = (kit.parent / "frozen_pipeline.sha256").read_text(encoding="utf-8").splitlines()
+    recorded = {line.split("  ", 1)[1] for line in lines if re.fullmatch(r"[0-9a-f]{64}  \S+", line)}
+    assert len(recorded) == len(lines) == n_files
+    assert {"causal_middleware/context/detector.py", "benchmarks/context/kit.py"} <= recorded
+    assert all(p.startswith(("causal_middleware/context/", "benchmarks/context/")) for p in recorded)

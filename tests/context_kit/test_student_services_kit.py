@@ -5,13 +5,12 @@ covers the benchmark generator too. Its figures are reported in docs/context.md,
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from benchmarks.context.kit import kit_categories, load_kit, resolve_kit
 from causal_middleware.context.root_cause import FaultCategory
 
-from .kit_checks import check_generated_set
+from .kit_checks import check_freeze_record, check_generated_set
 
 ROOT = Path(__file__).resolve().parents[2]
 KIT = ROOT / "examples" / "student_services_kit" / "kit.yaml"
@@ -34,8 +33,4 @@ def test_the_generated_set_is_labelled_verified_and_deterministic() -> None:
 
 
 def test_the_freeze_record_names_the_pipeline_and_the_generator() -> None:
-    lines = (KIT.parent / "frozen_pipeline.sha256").read_text(encoding="utf-8").splitlines()
-    recorded = {line.split("  ", 1)[1] for line in lines if re.fullmatch(r"[0-9a-f]{64}  \S+", line)}
-    assert len(recorded) == len(lines) == 48
-    assert {"causal_middleware/context/detector.py", "benchmarks/context/kit.py"} <= recorded
-    assert all(p.startswith(("causal_middleware/context/", "benchmarks/context/")) for p in recorded)
+    check_freeze_record(KIT, 48)

@@ -13,17 +13,16 @@ working tree and once under ``BASELINE`` unpacked from git (``git archive``) and
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from benchmarks.perf.fp_wall import checkout_revision
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -43,16 +42,9 @@ def _has_revision(ref: str) -> bool:
 
 def _unpack(ref: str, dest: Path) -> Path:
     """``causal_middleware`` (with ``integrations`` as its subpackage, as installed) at ``ref``."""
-    data = subprocess.run(
-        ["git", "archive", "--format=tar", ref, "causal_middleware", "integrations"],
-        cwd=ROOT,
-        capture_output=True,
-        check=True,
-    ).stdout
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        tar.extractall(dest, filter="data")
-    shutil.move(str(dest / "integrations"), str(dest / "causal_middleware" / "integrations"))
-    return dest
+    tree = checkout_revision(ref, dest, ("causal_middleware", "integrations"))
+    assert tree is not None, f"cannot unpack {ref}"
+    return tree
 
 
 def _dump(tmp: Path, label: str, package_root: Path | None) -> dict[str, Any]:
