@@ -9,20 +9,25 @@ naming one step:
 
 1. **Origin of the final claim.** The final message is the run's answer (when it states something
    the task did not), else the last substantive non-tool message. The run's answer, and a final
-   message's answer line (``... answer ...: X``), is the claim itself: its numbers, or, for a text
-   answer, its content terms the question does not hold; else (as in information_flow) the
-   numbers the final message states that the task did not give, its key claims those of its last
-   line stating one. A line that submits the run's answer (``FINAL ANSWER: X``, printed into
-   whichever message came last) is the conclusion, not evidence: no message is said to introduce
-   the claim by it. A final message
-   that opens by saying a budget ran out ("max rounds reached") and gives no answer line concludes
-   nothing. The first message that introduces a key claim is the origin (for a text answer: the
-   first one holding half of its terms). A tool message's origin is blamed on the tool's caller
-   only when the caller wrote code (a fenced block): the code computed the value. An acting agent
-   given a natural-language request read the world and reported, so its own message is blamed.
-   An answer no earlier message holds is blamed on the final message, for the run's answer on
-   the last substantive non-tool message, the agent that concluded (``unsupported``: a conclusion
-   nothing supported).
+   message's answer line (``... answer ...: X``), is the claim itself: its number, or, for a text
+   or list answer, its items' content terms the question does not hold; else (as in
+   information_flow) the numbers the final message states that the task did not give, its key
+   claims those of its last line stating one. A submission that says the run found nothing
+   ("Unable to determine") is no claim. A line that submits the run's answer (``FINAL ANSWER: X``,
+   printed into whichever message came last) is the conclusion, not evidence: no message is said
+   to introduce the claim by it. A final message that opens by saying a budget ran out ("max
+   rounds reached") and gives no answer line concludes nothing. The first message that introduces
+   a key claim is the origin; for a text or list answer (``"A, B and C"``), the first one naming
+   half of its items, each item whole (every term of it the task does not hold). A page an acting
+   agent read (a tool output no code computed) introduces only what its head (the agent's own
+   report, up front) states, or what its reader (the next substantive non-tool message) states
+   too: a value deep in a page nobody took up is page content. A tool message's origin is blamed
+   on the tool's caller only when the caller wrote code (a fenced block): the code computed the
+   value. An acting agent given a natural-language request read the world and reported, so its own
+   message is blamed. An answer no earlier message holds is blamed on the final message; for the
+   run's answer on the last message when the submission is printed into it and it says more (the
+   run ended there: a crashed call, a last report), else on the last substantive non-tool message,
+   the agent that concluded (``unsupported``: a conclusion nothing supported).
 2. **Onset of a loop.** Without a traceable claim: when an agent repeats a request of its own (the
    message that called a tool or acting agent, term overlap >= 0.8 with an earlier one), the run
    stopped making progress there; the first occurrence of the first repeated request is blamed
@@ -38,6 +43,7 @@ and TRAIL (GAIA) and reported on Hand-Crafted (see docs/foreign-traces.md).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -65,7 +71,15 @@ _CODE = "```"
 _MIN_TERMS = 4  # a substantive message states something ("next speaker X", "TERMINATE" do not)
 _REPEAT_OVERLAP = 0.8  # two messages of one agent are the same request at this term overlap
 _HEAD_CHARS = 120  # a tool reports its own failure up front; later failure words are page content
-_TEXT_CLAIM = 0.5  # a message holds a text answer when it has half of its terms
+_TEXT_CLAIM = 0.5  # a message holds a text answer when it has half of its items
+# a submission that says the run found nothing ("Unable to determine") states no claim
+_NON_ANSWER = re.compile(
+    r"(?i)\A\W*(?:i\s+)?(?:(?:am|was|is|are)\s+)?(?:unable|cannot|can't|could\s*n[o']?t|not\s+"
+    r"(?:able|possible|available|found|known|determin\w*)|unknown|none|n/?a|no\s+(?:answer|result|data|"
+    r"information|match\w*))\b"
+)
+# the items of a list answer ("A, B and C")
+_ITEMS = re.compile(r"\s*(?:[,;\n]|\band\b|&)\s*")
 
 
 def answer_line(text: str) -> str | None:
@@ -123,8 +137,10 @@ class _Log:
             self.given_terms |= self.terms[0]
         # an "answer" that states nothing beyond the task (a log whose only output is the task's
         # own message) is no answer
-        stated = answer is not None and bool(
-            terms(answer) - self.given_terms or claim_numbers(answer) - self.given
+        stated = (
+            answer is not None
+            and not _NON_ANSWER.search(answer)
+            and bool(terms(answer) - self.given_terms or claim_numbers(answer) - self.given)
         )
         self.answer = answer if stated else None
         # what each message says as evidence: a line submitting the run's answer ("FINAL ANSWER:
@@ -153,10 +169,12 @@ class _Log:
         # the run's own answer is what it submitted: the claim itself, as an answer line states it
         stated = answer_line(text) or (text.strip() if end == len(self.messages) else None)
         if stated is not None:
+            if _NON_ANSWER.search(stated):
+                return None  # the run concluded it found nothing: no claim to trace
             numbers = claim_numbers(stated) - self.given
-            if numbers:
+            if numbers and _is_number(stated):
                 return self._number_origin(end, numbers, numbers)
-            return self._text_origin(end, terms(stated) - self.given_terms)
+            return self._text_origin(end, self._items(stated))
         if _BUDGET.search(text):
             return None  # stopped by a budget, not by a conclusion: there is no final claim
         claims = claim_numbers(text) - self.given
@@ -168,7 +186,7 @@ class _Log:
         seen = set(self.given)
         introduced: dict[int, set[str]] = {}
         for i in range(min(end + 1, len(self.texts))):
-            stated = claim_numbers(self.evidence[i]) & claims
+            stated = self._taken_up(i, end, claim_numbers(self.evidence[i]) & claims)
             if stated - seen:
                 introduced[i] = stated - seen
             seen |= stated
@@ -184,27 +202,73 @@ class _Log:
             "unsupported": origin == end,  # the conclusion itself introduced it
         }
 
-    def _text_origin(self, end: int, claim: set[str]) -> tuple[int, dict[str, Any]] | None:
-        if not claim:
+    def _taken_up(self, index: int, end: int, numbers: set[str]) -> set[str]:
+        """The ``numbers`` message ``index`` is the evidence for (see :meth:`_reader`)."""
+        reader = self._reader(index, end) if numbers else None
+        if reader is None:
+            return numbers
+        head = claim_numbers(self.evidence[index].strip()[:_HEAD_CHARS])
+        return numbers & (head | claim_numbers(self.evidence[reader]))
+
+    def _reader(self, index: int, end: int) -> int | None:
+        """For a page an acting agent read (a tool output no code computed), the message that
+        read it: the next substantive non-tool message. Such an output is evidence of what its
+        head (the agent's own report, up front) states, and of the rest only what its reader
+        states too: a value deep in a page nobody took up is page content, not where the claim
+        came from. None for code output and every other message (evidence of all they state), and
+        for a page the run's answer directly follows."""
+        if self.messages[index].kind != "tool" or self._blame(index) != index:
             return None
+        return next(
+            (
+                j
+                for j in range(index + 1, min(end + 1, len(self.texts)))
+                if self.messages[j].kind != "tool" and len(self.evidence_terms[j]) >= _MIN_TERMS
+            ),
+            None,
+        )
+
+    def _items(self, stated: str) -> list[set[str]]:
+        """The items a text (or multi-number) answer names, each as the terms the task does not
+        hold: ``"A, B and C"`` names three, ``"Casino Royale"`` one of two terms."""
+        items = [terms(part) - self.given_terms for part in _ITEMS.split(stated)]
+        return [item for item in items if item]
+
+    def _text_origin(self, end: int, items: list[set[str]]) -> tuple[int, dict[str, Any]] | None:
+        """The first message naming half of the answer's items, each item whole (every one of its
+        terms): a name is introduced where all of it is, not where one common word of it is."""
+        if not items:
+            return None
+        claim = set().union(*items)
+        needed = max(1, math.ceil(_TEXT_CLAIM * len(items)))
         for i in range(min(end + 1, len(self.texts))):
-            if coverage(claim, self.evidence_terms[i]) >= _TEXT_CLAIM:
+            reader = self._reader(i, end)
+            named = [item for item in items if item <= self.evidence_terms[i]]
+            if reader is not None:
+                head = terms(self.evidence[i].strip()[:_HEAD_CHARS])
+                named = [item for item in named if item <= head or item <= self.evidence_terms[reader]]
+            if len(named) >= needed:
                 return self._blame(i), {"claims": sorted(claim), "introduced_at": i, "unsupported": i == end}
         return self._unsupported(end, claim)
 
     def _unsupported(self, end: int, claims: set[str]) -> tuple[int, dict[str, Any]] | None:
         """A submitted answer no message supports is the conclusion's own: blamed on the last
-        substantive non-tool message (the agent that concluded)."""
+        message when the submission is printed into it and it says more than the submission
+        (the run ended there: a crashed call, a last report), else on the last substantive
+        non-tool message (the agent that concluded)."""
         if end < len(self.messages):
             return None
-        conclusion = next(
-            (
-                i
-                for i in range(len(self.messages) - 1, -1, -1)
-                if self.messages[i].kind != "tool" and len(self.evidence_terms[i]) >= _MIN_TERMS
-            ),
-            None,
-        )
+        last = len(self.messages) - 1
+        conclusion: int | None = last
+        if self.evidence[last] == self.texts[last] or len(self.evidence_terms[last]) < _MIN_TERMS:
+            conclusion = next(
+                (
+                    i
+                    for i in range(last, -1, -1)
+                    if self.messages[i].kind != "tool" and len(self.evidence_terms[i]) >= _MIN_TERMS
+                ),
+                None,
+            )
         if conclusion is None:
             return None
         return conclusion, {"claims": sorted(claims), "introduced_at": conclusion, "unsupported": True}
@@ -257,6 +321,11 @@ class _Log:
             caller = self.caller(reply)
             return caller if caller is not None else reply
         return reply
+
+
+def _is_number(text: str) -> bool:
+    """Whether ``text`` states one number and nothing else (``"1,080"``, ``"-3.5"``)."""
+    return len(claim_numbers(text)) == 1 and not terms(re.sub(r"[\d.,\s+-]", " ", text))
 
 
 def _without_submission(text: str, answer: str | None) -> str:

@@ -69,10 +69,23 @@ def test_the_submitted_text_answer_is_traced_to_the_report_that_introduced_it(tm
 
 def test_a_submitted_answer_no_message_supports_is_the_concluding_agents(tmp_path: Path) -> None:
     report = "I clicked 'Town guide'. The page lists ferry times but names no lighthouse."
-    last = "I scrolled down one page. The footer lists opening hours.\n" + TRAILER.format("Harbour Beacon")
-    index, d = _diagnose(_run(tmp_path, _log(report, last)))
-    assert index == 8 and d.agent == "Orchestrator"  # the last agent message: it concluded unsupported
+    last = "I scrolled down one page. The footer lists opening hours."
+    roles = [*_log(report, last), ("Orchestrator (termination condition)", "FINAL ANSWER: Harbour Beacon")]
+    index, d = _diagnose(_run(tmp_path, roles))
+    # the submission printed alone is no message: the last agent message concluded unsupported
+    assert index == 8 and d.agent == "Orchestrator"
     assert d.details["rule"] == "claim_origin" and d.details["unsupported"] is True
+
+
+def test_an_unsupported_submission_printed_into_a_crashed_last_call_is_blamed_there(tmp_path: Path) -> None:
+    report = "I clicked 'Town guide'. The page lists ferry times but names no lighthouse."
+    crash = (
+        'I scrolled down one page.\nTraceback (most recent call last):\n  File "surfer.py", line 9\n'
+        "BadRequestError: the page request was refused by the content filter\n"
+    )
+    index, d = _diagnose(_run(tmp_path, _log(report, crash + TRAILER.format("Harbour Beacon"))))
+    # the run ended in that call and the answer came from nothing: not the request before it
+    assert index == 9 and d.agent == "WebSurfer" and d.details["unsupported"] is True
 
 
 def test_a_submitted_number_is_traced_past_its_own_submission_line(tmp_path: Path) -> None:
