@@ -4,6 +4,12 @@ For every trace: detect (offline), diagnose (holistic; the iterative baseline as
 recommend (exploring; passive as an ablation), and score against the ground truth. Metrics are
 proportions over the dissatisfied traces (detector metrics over all traces) with bootstrap 95%
 intervals (B=1000, seeded). The bench refuses to run on a benchmark that fails verification.
+
+With a chat model (``--judge SPEC``) the stages named in ``--llm-stages`` (default all three:
+``detector``, ``root_cause``, ``recommender``) use their LLM forms and the others the offline ones,
+so one stage can be measured alone on the offline results of the others; the report then also has
+``llm_stages`` (the list), ``llm_errors`` (unreadable or invalid replies, each scored as a miss),
+``llm_calls`` and ``llm_seconds_per_call`` (over the model calls of every LLM stage).
 """
 
 from __future__ import annotations
@@ -27,12 +33,14 @@ from causal_middleware.context.failure import locate_failure
 from causal_middleware.context.llm import LLMResponseError
 from causal_middleware.context.recommendation import Operation, Recommendation
 from causal_middleware.context.recommender import recommend
+from causal_middleware.context.recommender_llm import recommend_llm
 from causal_middleware.context.root_cause import ContextDiagnosis, FaultCategory, diagnose
 from causal_middleware.context.text import contains, coverage, term_set
 from causal_middleware.context.workspace import Workspace
 from causal_middleware.evaluation.stats import bootstrap_ci, percentile_interval, resample_indices
 
 B = 1000
+LLM_STAGES = ("detector", "root_cause", "recommender")
 PROPORTIONS = (
     "acc_at_1",
     "acc_at_3",
@@ -83,20 +91,28 @@ class TraceResult(BaseModel):
     llm_seconds: float = 0.0
 
 
-def evaluate_trace(bench: Benchmark, trace: SimTrace, model: BaseChatModel | None = None) -> TraceResult:
+def evaluate_trace(
+    bench: Benchmark,
+    trace: SimTrace,
+    model: BaseChatModel | None = None,
+    stages: Sequence[str] = LLM_STAGES,
+) -> TraceResult:
     """Run the pipeline on one trace and score it: the offline forms (and their ablations), or with
-    ``model`` the LLM detector and LLM holistic root cause (the recommender has no LLM form).
+    ``model`` the LLM forms of ``stages`` (detector, holistic root cause, recommender; the other
+    stages offline, no ablations).
 
-    A reply the LLM forms cannot read is recorded in ``llm_errors`` and scored as a miss (not
-    detected, wrong root), so a weak model lowers the figures instead of stopping the benchmark.
-    When the LLM detector's signals locate no failure (an unreadable reply, or no signal at all),
-    the offline rules locate it for the LLM root cause, so that form is measured on every
-    dissatisfied session; detection and end-to-end stay the LLM detector's."""
+    A reply the LLM forms cannot read (or an invalid recommendation) is recorded in ``llm_errors``
+    and scored as a miss (not detected, wrong root, wrong operation and path), so a weak model
+    lowers the figures instead of stopping the benchmark. When the LLM detector's signals locate no
+    failure (an unreadable reply, or no signal at all), the offline rules locate it for the root
+    cause, so that stage is measured on every dissatisfied session; detection and end-to-end stay
+    the LLM detector's."""
     gt = trace.ground_truth
     conv = trace.conversation
     errors: list[str] = []
     started = time.perf_counter()
-    if model is None:
+    llm_detector = model is not None and "detector" in stages
+    if not llm_detector:
         detection = detect_offline(conv)
     else:
         try:
@@ -115,8 +131,8 @@ def evaluate_trace(bench: Benchmark, trace: SimTrace, model: BaseChatModel | Non
         detected=detection.escalate,
         detector_confidence=detection.confidence,
         llm_errors=errors,
-        llm_calls=0 if model is None else 1,
-        llm_seconds=0.0 if model is None else round(time.perf_counter() - started, 3),
+        llm_calls=1 if llm_detector else 0,
+        llm_seconds=round(time.perf_counter() - started, 3) if llm_detector else 0.0,
     )
     if not gt.dissatisfied or gt.fix is None:
         return result
@@ -124,7 +140,7 @@ def evaluate_trace(bench: Benchmark, trace: SimTrace, model: BaseChatModel | Non
     if model is not None:
         if locate_failure(conv, detection) is None:
             detection = detect_offline(conv).model_copy(update={"escalate": detection.escalate})
-        return _evaluate_llm_root_cause(result, trace, ws, detection, model)
+        return _evaluate_llm_stages(result, trace, ws, detection, model, stages)
     holistic = diagnose(conv, detection, method="holistic")
     rec = recommend(conv, holistic, ws, mode="explore")
     _score(result, trace, holistic, rec, detection.escalate)
@@ -144,38 +160,73 @@ def evaluate_trace(bench: Benchmark, trace: SimTrace, model: BaseChatModel | Non
     return result
 
 
-def _evaluate_llm_root_cause(
-    result: TraceResult, trace: SimTrace, ws: Workspace, detection: Any, model: BaseChatModel
+def _evaluate_llm_stages(
+    result: TraceResult,
+    trace: SimTrace,
+    ws: Workspace,
+    detection: Any,
+    model: BaseChatModel,
+    stages: Sequence[str],
 ) -> TraceResult:
     conv = trace.conversation
-    started = time.perf_counter()
-    try:
-        holistic = diagnose(conv, detection, method="holistic", mode="llm", model=model)
-    except LLMResponseError as exc:
-        holistic = None
-        result.llm_errors.append(f"root cause: {exc}")
-    result.llm_calls += 1 if holistic is None else holistic.calls  # an unreadable reply was a call
-    result.llm_seconds = round(result.llm_seconds + time.perf_counter() - started, 3)
+    if "root_cause" in stages:
+        started = time.perf_counter()
+        try:
+            holistic: ContextDiagnosis | None = diagnose(
+                conv, detection, method="holistic", mode="llm", model=model
+            )
+        except LLMResponseError as exc:
+            holistic = None
+            result.llm_errors.append(f"root cause: {exc}")
+        result.llm_calls += 1 if holistic is None else holistic.calls  # an unreadable reply was a call
+        result.llm_seconds = round(result.llm_seconds + time.perf_counter() - started, 3)
+    else:
+        holistic = diagnose(conv, detection, method="holistic")
     if holistic is None:
         result.acc_at_1 = result.acc_at_3 = result.component_acc = False
         result.op_acc = result.path_acc = result.path_partial_acc = result.e2e_acc = False
         result.root_gold = trace.ground_truth.root_node_id
         return result
-    rec = recommend(conv, holistic, ws, mode="explore")
+    if "recommender" not in stages:
+        offline = recommend(conv, holistic, ws, mode="explore")
+        _score(result, trace, holistic, offline, detection.escalate)
+        result.fix_effectiveness = fix_effective(trace, ws, offline)
+        return result
+    started = time.perf_counter()
+    rec: Recommendation | None
+    try:
+        rec = recommend_llm(conv, holistic, ws, model)
+    except LLMResponseError as exc:
+        said = str(exc)  # the recommender's own checks name the stage; a JSON error does not
+        result.llm_errors.append(said if said.startswith("recommender: ") else f"recommender: {said}")
+        rec = None
+    result.llm_calls += 1 if holistic.status == "ok" else 0  # no call for a diagnosis with no failure
+    result.llm_seconds = round(result.llm_seconds + time.perf_counter() - started, 3)
     _score(result, trace, holistic, rec, detection.escalate)
-    result.fix_effectiveness = fix_effective(trace, ws, rec)
+    result.fix_effectiveness = rec is not None and fix_effective(trace, ws, rec)
     return result
 
 
 def _score(
-    result: TraceResult, trace: SimTrace, diag: ContextDiagnosis, rec: Recommendation, detected: bool
+    result: TraceResult,
+    trace: SimTrace,
+    diag: ContextDiagnosis,
+    rec: Recommendation | None,
+    detected: bool,
 ) -> None:
+    """Score the diagnosis and the recommendation; ``rec=None`` (an invalid LLM recommendation) is a
+    miss on every recommender metric."""
     gt = trace.ground_truth
     assert gt.fix is not None
     result.root_pred, result.root_gold = diag.root_node_id, gt.root_node_id
     result.acc_at_1 = diag.root_node_id == gt.root_node_id
     result.acc_at_3 = gt.root_node_id in diag.top(3)
     result.component_acc = diag.component_type == gt.component_type
+    if rec is None:
+        result.op_gold, result.path_gold = gt.fix.operation.value, gt.fix.target_path
+        result.op_acc = result.path_acc = result.path_partial_acc = result.e2e_acc = False
+        result.recovered = False if not result.acc_at_1 else None
+        return
     result.op_pred, result.op_gold = rec.operation.value, gt.fix.operation.value
     result.op_acc = rec.operation == gt.fix.operation
     result.path_pred, result.path_gold = rec.target_path, gt.fix.target_path
@@ -341,9 +392,10 @@ def run_context_bench(
     include_traces: bool = False,
     model: BaseChatModel | None = None,
     model_name: str | None = None,
+    llm_stages: Sequence[str] = LLM_STAGES,
 ) -> dict[str, Any]:
     """Generate, verify and evaluate ``domains`` (default: every shipped domain); with ``model``,
-    the LLM forms of the detector and the root cause (``mode`` in the report names the model).
+    the LLM forms of ``llm_stages`` (``mode`` in the report names the model).
 
     The top-level metrics are those of ``primary`` (default: the first domain, i.e. the default
     domain ``finance``), or pooled over every domain when ``primary="all"``; ``domains`` holds each
@@ -358,7 +410,13 @@ def run_context_bench(
         for name in names
     )
     return score_benchmarks(
-        benches, primary=primary, seed=seed, include_traces=include_traces, model=model, model_name=model_name
+        benches,
+        primary=primary,
+        seed=seed,
+        include_traces=include_traces,
+        model=model,
+        model_name=model_name,
+        llm_stages=llm_stages,
     )
 
 
@@ -370,9 +428,13 @@ def score_benchmarks(
     include_traces: bool = False,
     model: BaseChatModel | None = None,
     model_name: str | None = None,
+    llm_stages: Sequence[str] = LLM_STAGES,
 ) -> dict[str, Any]:
     """Verify and evaluate generated benchmarks (built-in domains or kits, see
     :mod:`benchmarks.context.kit`); the report of :func:`run_context_bench`."""
+    unknown = sorted(set(llm_stages) - set(LLM_STAGES))
+    if unknown or not llm_stages:
+        raise ValueError(f"LLM stages must be some of {', '.join(LLM_STAGES)}; got {list(llm_stages)}")
     per_domain: dict[str, Any] = {}
     pooled: list[TraceResult] = []
     verification: dict[str, Any] = {}
@@ -383,7 +445,7 @@ def score_benchmarks(
         if not report.ok:
             failed = {k: v.failures[:3] for k, v in report.checks.items() if v.failed}
             raise BenchmarkVerificationError(f"benchmark {name!r} (seed {seed}) fails verification: {failed}")
-        results = [evaluate_trace(bench, t, model) for t in bench.traces]
+        results = [evaluate_trace(bench, t, model, llm_stages) for t in bench.traces]
         pooled += results
         per_domain[name] = summarize(results, seed)
         if include_traces:
@@ -405,6 +467,8 @@ def score_benchmarks(
             "mode": "offline" if model is None else f"llm:{model_name or type(model).__name__}",
         }
     )
+    if model is not None:
+        out["llm_stages"] = [stage for stage in LLM_STAGES if stage in llm_stages]
     return out
 
 
@@ -495,8 +559,16 @@ def register_bench(bench_subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--judge",
         metavar="SPEC",
-        help="run the LLM forms (detector, holistic root cause) with this chat model: local[:NAME], "
-        "gguf:PATH, anthropic[:MODEL] or module:attr; unreadable replies are counted in llm_errors",
+        help="run the LLM forms (detector, holistic root cause, recommender) with this chat model: "
+        "local[:NAME], gguf:PATH, anthropic[:MODEL] or module:attr; unreadable or invalid replies are "
+        "counted in llm_errors",
+    )
+    p.add_argument(
+        "--llm-stages",
+        default=",".join(LLM_STAGES),
+        metavar="STAGES",
+        help="with --judge: the comma-separated stages that use the model, the others offline "
+        f"(default {','.join(LLM_STAGES)}; e.g. recommender alone, on the offline diagnosis)",
     )
     p.add_argument("--json", action="store_true", help="print the results JSON instead of the table")
     p.set_defaults(func=_cmd)
@@ -508,6 +580,12 @@ def _cmd(args: argparse.Namespace) -> int:
         for name in domain_names():
             print(name)
         return 0
+    stages = [s.strip() for s in args.llm_stages.split(",") if s.strip()]
+    unknown = sorted(set(stages) - set(LLM_STAGES))
+    if unknown or not stages:
+        raise ValueError(f"--llm-stages takes some of {', '.join(LLM_STAGES)}; got {args.llm_stages!r}")
+    if args.llm_stages != ",".join(LLM_STAGES) and not args.judge:
+        raise ValueError("--llm-stages chooses the stages that use the --judge model; add --judge SPEC")
     model = None
     if args.judge:
         from causal_middleware.cli.live_agent import load_chat_model
@@ -543,6 +621,7 @@ def _cmd(args: argparse.Namespace) -> int:
         include_traces=args.traces,
         model=model,
         model_name=args.judge,
+        llm_stages=stages,
     )
     _emit(args, results)
     return 0

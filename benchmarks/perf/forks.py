@@ -9,6 +9,10 @@ reading it back stitched). Each fork puts the step's recorded output back, so it
 run's own work. ``read_fork_ms``: reading a fork again (``get_trajectory``, what diagnosers do
 many times per fork).
 
+``frozen_hop1_direct`` (``after`` only): the same frozen fork with ``Replayer.frozen_direct`` (the
+leading frozen supersteps written with ``update_state`` instead of LangGraph's loop), interleaved,
+so ``frozen_direct_vs_loop`` compares the two paths in one process.
+
 ``before`` repeats the forks with the store of git ``HEAD`` (when the checkout has one) in the
 same process, interleaved, so the ratios compare code, not machine load.
 """
@@ -50,8 +54,12 @@ class _Setup:
         assert run_id is not None
         return run_id
 
-    def fork(self, mode: str, hop: int) -> str:
-        fork = self.replayer.fork(self.parent, hop=hop, mode=mode)  # type: ignore[arg-type]
+    def fork(self, mode: str, hop: int, *, direct: bool = False) -> str:
+        self.replayer.frozen_direct = direct
+        try:
+            fork = self.replayer.fork(self.parent, hop=hop, mode=mode)  # type: ignore[arg-type]
+        finally:
+            self.replayer.frozen_direct = False
         self.graph.flush(30)
         return fork.run_id
 
@@ -83,12 +91,16 @@ def run(*, quick: bool = False, before_ref: str = "HEAD") -> dict[str, Any]:
         "regenerate_hop1": lambda s: s.fork("regenerate", 1),
         "frozen_hop1": lambda s: s.fork("frozen", 1),
         "replay_last_hop": lambda s: s.fork("replay", HOPS),
+        # the opt-in frozen path: leading frozen supersteps written with update_state
+        "frozen_hop1_direct": lambda s: s.fork("frozen", 1, direct=True),
     }
     times: dict[str, dict[str, list[float]]] = {n: {k: [] for k in [*work, "read_fork"]} for n in setups}
     try:
         for i in range(rounds + 2):
             for name, setup in setups.items():
                 for key, job in work.items():
+                    if key == "frozen_hop1_direct" and name != "after":
+                        continue
                     elapsed, made = _timed(lambda: job(setup))  # noqa: B023
                     if i >= 2:
                         times[name][key].append(elapsed)
@@ -105,7 +117,7 @@ def run(*, quick: bool = False, before_ref: str = "HEAD") -> dict[str, Any]:
         "before_ref": before_ref if head is not None else None,
     }
     for name in setups:
-        med = {k: statistics.median(v) * 1e3 for k, v in times[name].items()}
+        med = {k: statistics.median(v) * 1e3 for k, v in times[name].items() if v}
         fresh = med["fresh_run"]
         out[name] = {
             "fresh_run_ms": round(fresh, 2),
@@ -116,6 +128,11 @@ def run(*, quick: bool = False, before_ref: str = "HEAD") -> dict[str, Any]:
             "frozen_hop1_x_fresh": round(med["frozen_hop1"] / fresh, 2),
             "read_fork_ms": round(med["read_fork"], 3),
         }
+        if times[name]["frozen_hop1_direct"]:
+            direct = med["frozen_hop1_direct"]
+            out[name]["frozen_hop1_direct_ms"] = round(direct, 2)
+            out[name]["frozen_hop1_direct_x_fresh"] = round(direct / fresh, 2)
+            out[name]["frozen_direct_vs_loop"] = round(direct / med["frozen_hop1"], 3)
     if "before" in out:
         out["speedup"] = {
             k: round(out["before"][k] / out["after"][k], 2)

@@ -25,6 +25,7 @@ from causal_middleware.context.llm import LLMResponseError
 from causal_middleware.context.pipeline import ContextReport, debug_session
 from causal_middleware.context.recommendation import Classification, Dimensions, Operation, Recommendation
 from causal_middleware.context.recommender import recommend
+from causal_middleware.context.recommender_llm import recommend_llm
 from causal_middleware.context.root_cause import Attribution, ContextDiagnosis, FaultCategory, diagnose
 from causal_middleware.context.segmenter import Segment, segment
 from causal_middleware.context.sessions import (
@@ -79,6 +80,7 @@ __all__ = [
     "list_sessions",
     "load_conversation",
     "recommend",
+    "recommend_llm",
     "resolve_authority",
     "restore_backup",
     "save_recommendation",

@@ -31,7 +31,8 @@ AGENT_FAILED = re.compile(
     r"\b(?:couldn't|could not|can't|cannot|wasn't able to|was not able to|unable to|not able to) (?:find|locate|answer)\b|"
     r"\b(?:don't|do not) have (?:any )?(?:information|details|data|anything|an answer)\b|"
     r"\bno (?:information|results|matching (?:entries|results))\b|\bI (?:don't|do not) know\b|"
-    r"\b(?:doesn't|does not|don't|do not) (?:seem to )?(?:cover|include|mention|have|contain)\b|"
+    r"\b(?:doesn't|does not|don't|do not) (?:seem to )?(?:cover|include|mention|have|contain|list|specify|"
+    r"say (?:anything|much))\b|"
     r"\bthere(?:'s| is) nothing (?:on|about|in|for)\b",
     _I,
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from causal_middleware.context.conversation import Conversation
+from causal_middleware.context.conversation import Conversation, ConversationNode, NodeType
 from causal_middleware.context.replies import replies
 from causal_middleware.context.signals import Signal, SignalType
 from causal_middleware.context.statements import (
@@ -51,6 +51,13 @@ _PROPOSAL = re.compile(
     r",\s*(?:is|was|are|were|has|have|had|does|do|did|would|could|should)n't\s+(?:it|that|this|they)\s*\?+\s*$",
     _I,
 )
+# A question whether what the answer states has changed ("Did something change?", "has that been
+# changed recently?"): the user knows another value and asks why the answer differs from it.
+_CHANGE_QUESTION = re.compile(
+    r"^(?:did|has|have|was|is)\s+(?:something|anything|that|this|it|they|the\s+\w+)\s+"
+    r"(?:just\s+|recently\s+|been\s+)*(?:change|changed|updated|get changed|got changed)\b[^?]*\?+$",
+    _I,
+)
 # A value stated for the answer's subject inside a longer sentence ("last time I looked it was 30
 # days"): an anaphoric subject and a copula right before it.
 _ANAPHORIC_COPULA = re.compile(
@@ -75,6 +82,8 @@ def contradictions(conversation: Conversation, found: list[Signal]) -> list[Sign
     out = []
     for last_agent, n in replies(conversation, found):
         opening = sentences(n.content)[:1]
+        if _acted_on(conversation, n):
+            continue  # the agent called a tool with the turn's own details: it was a request
         if opening and (asks_for_information(opening[0]) or statement_kind(opening[0]) == "request"):
             # a turn that opens with a new question or request ("I'd like to book ... on Dec 8"):
             # its values are that request's details
@@ -82,6 +91,10 @@ def contradictions(conversation: Conversation, found: list[Signal]) -> list[Sign
         said = find_values(last_agent.content)
         said_strong = [(k, v) for k, v in said if k in CONTRADICTION_KINDS]
         answer_terms = set(term_seq(last_agent.content))
+        # "... Did something change?" asks nothing new: it asks why the answer differs
+        asks = any(
+            "?" in s and not _CHANGE_QUESTION.match(LEAD_IN.sub("", s.strip())) for s in sentences(n.content)
+        )
         hit: tuple[str, list[str], float] | None = None
         for sent in sentences(n.content):
             shape = statement_kind(sent)
@@ -90,16 +103,16 @@ def contradictions(conversation: Conversation, found: list[Signal]) -> list[Sign
                 shape = "assertion"
             if shape in ("question", "request") or _HYPOTHETICAL.search(body):
                 continue
-            if "?" not in n.content and (
+            if not asks and (
                 hit := _same_attribute(sent, last_agent.content)
                 or _same_counted(sent, last_agent.content)
                 or _same_attribute_after(sent, last_agent.content)
             ):
                 break
-            values = in_answer_units(find_values(sent), said)
+            values = in_answer_units(_amounts(find_values(sent), sent), said)
             if not any(same_value(v, a) for _, v in values for _, a in said):
                 # no contrast with the answer's own value: only numbers in complement position
-                values = in_answer_units(_complement_numbers(sent), said)
+                values = in_answer_units(_amounts(_complement_numbers(sent), sent), said)
             if shape in ("other", "personal") and any(
                 _ANAPHORIC_COPULA.search(sent[: sent.find(v)]) for _, v in values if v in sent
             ):
@@ -158,6 +171,41 @@ def contradictions(conversation: Conversation, found: list[Signal]) -> list[Sign
     return out
 
 
+# A duration that dates an event ("10 minutes ago", "3 weeks back") says when, not how long.
+_AGO = re.compile(r"\s*(?:ago|back|earlier|before now)\b", _I)
+
+
+def _amounts(values: list[tuple[str, str]], text: str) -> list[tuple[str, str]]:
+    """``values`` less the durations that date an event ("the table was ready 10 minutes ago")."""
+    out = []
+    for kind, value in values:
+        at = text.find(value)
+        if kind == "duration" and at >= 0 and _AGO.match(text, at + len(value)):
+            continue
+        out.append((kind, value))
+    return out
+
+
+# A token that identifies something the user gives: with a digit, three characters or more
+# ("Q-2041-77", "2026-12-03", "AB12345").
+_DETAIL = re.compile(r"(?<![\w-])(?=[\w-]*\d)[\w][\w-]{2,}(?![\w-])")
+
+
+def _acted_on(conversation: Conversation, turn: ConversationNode) -> bool:
+    """Whether the agent's next step after ``turn`` was a tool call carrying a detail the turn
+    gave (an id, a reference, a date): the agent took the turn as a request and acted on it, so
+    its values are the request's, not a correction of the answer before it."""
+    details = set(_DETAIL.findall(turn.content))
+    if not details:
+        return False
+    for node in conversation.nodes[conversation.index(turn.id) + 1 :]:
+        if node.type == NodeType.USER:
+            return False
+        if node.type == NodeType.TOOL_CALL:
+            return any(d in (node.content or "") for d in details)
+    return False
+
+
 # A question that asks for the reason of what the agent said ("why do you say ...", "how come ...").
 _WHY_QUESTION = re.compile(r"\b(?:why|how come)\b", _I)
 # A clause boundary inside a sentence: a comma, a semicolon or a dash.
@@ -194,7 +242,7 @@ def _turn_contrast(text: str, said: list[tuple[str, str]]) -> tuple[str, list[st
                 continue  # the user's own plans or needs ("I'll need it in 5 days anyway")
             if relayed_only and not (REPORTED.search(clause) and _THIRD_PARTY_SOURCE.search(clause)):
                 continue
-            for kind, value in find_values(clause):
+            for kind, value in _amounts(find_values(clause), clause):
                 same = [a for k, a in measured if k == kind]
                 if same and not any(same_value(value, a) for a in same):
                     return value, same, 0.8
@@ -247,6 +295,9 @@ def _same_attribute(sentence: str, answer: str) -> tuple[str, list[str], float] 
         attr, _ = _attribute_before(answer, answer.find(value))
         if attr:
             targets.append((attr, value))
+        label = _label_before(answer, answer.find(value))
+        if label:
+            targets.append(([label], value))
     if not targets:
         return None
     if _OWN_CASE.match(LEAD_IN.sub("", expand_informal(sentence).strip())):
@@ -255,12 +306,28 @@ def _same_attribute(sentence: str, answer: str) -> tuple[str, list[str], float] 
         if kind != "number" or _YEAR.fullmatch(value):
             continue
         attr, before = _attribute_before(sentence, sentence.find(value))
-        if not attr or _POSSESSIVE.search(before):
-            continue
+        label = _label_before(sentence, sentence.find(value))
         for t_attr, t_value in targets:
-            if t_attr == attr and value != t_value:
+            if value == t_value:
+                continue
+            if attr and t_attr == attr and not _POSSESSIVE.search(before):
+                return value, [t_value], 0.8
+            if label and t_attr == [label]:
                 return value, [t_value], 0.8
     return None
+
+
+def _label_before(text: str, at: int) -> str | None:
+    """The word a number is written right after, when it names the number's kind as a label
+    does ("tier 2", "zone 4", "form 27"): the same label before another number is a value for the
+    same thing. A link word ("of", "at") or a possessive ("my 3") is no label."""
+    m = re.search(r"(?<![\w'-])([A-Za-z][A-Za-z-]*)\s+$", text[:at])
+    if m is None or at < 0:
+        return None
+    word = m.group(1).lower()
+    if word in _LINK_WORDS or not term_seq(word) or _POSSESSIVE.search(text[: m.start(1)]):
+        return None  # "my plan 3" is the user's own case
+    return stem(word)
 
 
 def _attribute_after(text: str, end: int) -> list[str]:

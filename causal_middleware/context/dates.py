@@ -25,6 +25,9 @@ _CHANGE_STEMS = (
     "refresh",
     "effect",
     "publish",
+    # run together with "date" or shortened: AsciiDoc's "revdate", Hugo's "lastmod"
+    "revdate",
+    "lastmod",
 )
 # A bare date key (or one that says only "when") is weaker evidence than a change-named one.
 _PLAIN_WORDS = frozenset({"date", "dated", "as", "of", "on", "at", "last", "time", "timestamp", "when"})

@@ -20,6 +20,7 @@ from causal_middleware.context.objections import (
     behavioural_objection,
     challenges_agent,
     doubted_with_source,
+    prior_belief,
     relayed_conflict,
     relayed_contradiction,
 )
@@ -159,19 +160,26 @@ def correction_delta(
     act = disapproved_act(correction)
     if act and (expected is None or value_kind(expected) not in STRONG_VALUE_KINDS):
         return "behaviour", correction.strip(), None, act
-    m = PRESCRIPTIVE.search(correction)
-    # Behavioural: a rule with no value, or whose value sits inside the rule ("tell them to call 911").
-    if m and (
-        expected is None
-        or (
-            value_kind(expected) not in STRONG_VALUE_KINDS
-            and normalize(expected) in normalize(m.group("clause"))
-        )
-    ):
-        return "behaviour", correction.strip(), None, instruction_from(correction)
     # After "I couldn't find anything on X", a value the user gives is the missing answer, whoever
     # they say told them ("the person at the desk told me it's 3 instalments"): no objection.
     supplied = expected is not None and answer is not None and _reports_absence(answer)
+    # "2 miles, not 1 mile" against an answer that said 1 mile: the value the answer gave, rejected
+    # by name, with its replacement: a value correction however the user frames it
+    rejected = got is not None and expected is not None and any(same_value(got, v) for v in said)
+    m = PRESCRIPTIVE.search(correction)
+    # the rule's own clause: after a missing answer, "odd that you can't find it, the limit is 4"
+    # complains in one clause and supplies the value in the next
+    clause = m.group("clause").split(",")[0] if m and supplied else m.group("clause") if m else ""
+    # Behavioural: a rule with no value, or whose value sits inside the rule ("tell them to call 911").
+    if (
+        m
+        and not rejected
+        and (
+            expected is None
+            or (value_kind(expected) not in STRONG_VALUE_KINDS and normalize(expected) in normalize(clause))
+        )
+    ):
+        return "behaviour", correction.strip(), None, instruction_from(correction)
     if supplied and expected is not None and value_kind(expected) == "number":
         counted = re.search(r"(?<![\w.])" + re.escape(expected) + r"\s+(?P<noun>[a-z]{3,})\b", correction, _I)
         if (
@@ -182,9 +190,10 @@ def correction_delta(
             expected = f"{expected} {counted.group('noun')}"
     if (
         not supplied
+        and not rejected
         and (expected is None or value_kind(expected) not in STRONG_VALUE_KINDS)
         and (
-            any(behavioural_objection(sent) for sent in sentences(correction))
+            any(behavioural_objection(sent) or prior_belief(sent) for sent in sentences(correction))
             or relayed_conflict(correction)
             or relayed_contradiction(correction, answer or "")
             or doubted_with_source(correction)
@@ -337,7 +346,7 @@ def claimed_subject(correction: str, expected: str | None) -> str | None:
         return m.group(1).strip()
     m = re.search(
         r"\b(?:asked about|asking about|meant|mean|talking about|was asking for|asked for|wanted|want|needed|"
-        r"need|was after|was looking for|question was about|question is about) the ([a-z][\w -]{2,60}?)"
+        r"need|was after|'m after|am after|was looking for|question was about|question is about) the ([a-z][\w -]{2,60}?)"
         r"(?:\s*[(\[—–:]|\s+-\s|[.,;!?]|$)",
         correction,
         _I,

@@ -16,6 +16,7 @@ from typing import Literal
 from langchain_core.language_models import BaseChatModel
 
 from causal_middleware.context.absence import supplied_answers
+from causal_middleware.context.concessions import conceded_corrections
 from causal_middleware.context.contradictions import contradictions
 from causal_middleware.context.conversation import Conversation, ConversationNode, NodeType
 from causal_middleware.context.pushback import pushback, restated_meaning, restated_requirement
@@ -87,6 +88,7 @@ def detect_offline(conversation: Conversation) -> Detection:
     signals += restated_meaning(conversation, signals)
     signals += restated_requirement(conversation, signals)
     signals = _repaired_questions(conversation, signals)
+    signals += conceded_corrections(conversation, signals)
     signals += _tool_errors(conversation)
     signals += _repetitions(user_nodes)
     signals += _drift(conversation)
@@ -160,7 +162,9 @@ def _unrelated_weak_cues(
     if not any(s.type == SignalType.CORRECTION and s.confidence <= WEAK_CUE for s in found):
         return found
     sents = sentences(node.content)
-    if not sents or statement_kind(sents[-1]) != "question":
+    # the question may come before a closing detail ("..., can I still send it back? I bought it
+    # a fortnight ago.")
+    if not sents or not any(statement_kind(s) == "question" for s in sents):
         return found
     # The cue sits in the user's account of their own situation ("I got the wrong size, ..."):
     # it is about what happened to them, not about the answer.

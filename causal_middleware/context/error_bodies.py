@@ -4,6 +4,7 @@ read into fields; and its human-readable text."""
 from __future__ import annotations
 
 import ast
+import html
 import json
 import re
 from typing import Any
@@ -16,6 +17,10 @@ _IDENTIFIER = re.compile(r"[\w][\w./-]*")
 _XML_LEAF = re.compile(
     r"<(?:[\w.-]+:)?(?P<tag>[\w.-]+)(?:\s[^<>]*)?>(?P<text>[^<>]*)</(?:[\w.-]+:)?(?P=tag)\s*>"
 )
+
+
+_XML_START = re.compile(r"<(?:[\w.-]+:)?[\w.-]+(?P<attrs>(?:\s+[\w.:-]+\s*=\s*\"[^\"]*\")+)\s*/?>")
+_XML_ATTRIBUTE = re.compile(r"(?P<prefix>[\w.-]+:)?(?P<name>[\w.-]+)\s*=\s*\"(?P<value>[^\"]*)\"")
 
 
 def _xml_fields(text: str) -> dict[str, Any] | None:
@@ -36,6 +41,11 @@ def _xml_fields(text: str) -> dict[str, Any] | None:
             fields[tag] = [*prior, value] if isinstance(prior, list) else [prior, value]
         else:
             fields[tag] = value
+    # attributes carry fields too (<error field="size" value="XL"/>); namespace declarations do not
+    for start in _XML_START.finditer(text):
+        for a in _XML_ATTRIBUTE.finditer(start.group("attrs")):
+            if a.group("prefix") != "xmlns:" and a.group("name") != "xmlns" and a.group("name") not in fields:
+                fields[a.group("name")] = html.unescape(a.group("value"))
     return fields or None
 
 

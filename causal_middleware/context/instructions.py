@@ -34,10 +34,19 @@ _AGENT_ACT = re.compile(
 )
 
 
+# The agent's act asked back with the condition it skipped ("You sent it without my signature?"):
+# a reproach, the act judged as not to be done that way.
+_UNMET_CONDITION = re.compile(
+    r"\byou(?:'ve| have)?\s+(?:just\s+|already\s+|actually\s+)?[a-z]+(?:ed|wn|ne|ent|ave|ook)\b"
+    r"[^.;!?]*\bwithout\b[^.;!?]*\?",
+    _I,
+)
+
+
 def disapproved_act(correction: str) -> str | None:
     """ "You just showed my entire card number. That's not okay." -> "Do not show the user's entire
     card number.": an act the user reports the agent did, judged unacceptable, as a prohibition."""
-    if not _DISAPPROVAL.search(correction):
+    if not (_DISAPPROVAL.search(correction) or _UNMET_CONDITION.search(correction)):
         return None
     m = _AGENT_ACT.search(correction)
     if not m:

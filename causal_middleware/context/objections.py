@@ -334,6 +334,48 @@ def challenges_agent(sentence: str) -> bool:
     return bool(_ELLIPTICAL_WHY.search(text) or _INCREDULOUS.match(text) or _INCREDULOUS.match(bare))
 
 
+# The user's own prior belief, set against what they were just told ("I thought only X has Y?", "I
+# was under the impression we had to ..."): a belief in the past tense is a counter-expectation.
+# "I thought so" agrees; "I thought about it", "I thought I'd ask" and "I thought you might know"
+# state no belief about the matter.
+_PRIOR_BELIEF = re.compile(
+    r"^i\s+(?:always\s+|honestly\s+|really\s+)?(?:thought|believed|assumed|was under the impression|"
+    r"was always told|understood)\s+(?:that\s+)?"
+    r"(?!so\b|about\b|of\b|i'd\b|i\s+(?:would|might|could|should|will|may)\b|"
+    r"(?:you|it|maybe|perhaps)\s+(?:might|could|may|would)\s+(?:help|know|be able)\b)(?P<belief>.+)$",
+    _I,
+)
+# ... and the belief is a clause: a verb of its own, finite or modal ("only X has Y", "we were
+# supposed to ...", "it had to be signed").
+_BELIEF_VERB = re.compile(
+    r"\b(?:is|are|was|were|has|have|had|do|does|did|can|could|will|would|should|must|needs?|needed|"
+    r"got|gets|goes|went|came|comes|covers?|covered|includes?|included|applies|applied)\b|"
+    r"'(?:s|re|d|ll|ve)\b|\b[a-z]+(?:ed|es)\b",
+    _I,
+)
+
+
+def prior_belief(sentence: str) -> bool:
+    """The user sets a belief they held before against the answer ("Hold on, I thought only members
+    could park there?", "I was under the impression we had to book first"): the
+    past-tense belief says what they were told is not what they expected, a correction with no
+    value and no correction word."""
+    text = _ASIDE.sub("", _LEAD_IN.sub("", sentence.strip())).strip()
+    m = _PRIOR_BELIEF.match(text)
+    if m is None:
+        return False
+    belief = m.group("belief").strip(" ?.!")
+    if _AGREEMENT.fullmatch(belief):
+        return False  # "I thought that was the case": the answer confirmed it
+    return len(belief.split()) >= 3 and _BELIEF_VERB.search(belief) is not None
+
+
+_AGREEMENT = re.compile(
+    r"(?:(?:that|it|this)\s*)?(?:was|is|'s|would be|might be)\s+(?:the case|right|true|correct|so)|as much",
+    _I,
+)
+
+
 # Doubt put to the agent ("are you sure?", "really?") ...
 _DOUBT = re.compile(
     r"^(?:are you (?:sure|certain)|is that (?:right|true|correct|so)|really|seriously)\s*\?+$", _I

@@ -11,6 +11,7 @@ from causal_middleware.context.conversation import Conversation, align_to_worksp
 from causal_middleware.context.detector import detect
 from causal_middleware.context.recommendation import Recommendation
 from causal_middleware.context.recommender import recommend
+from causal_middleware.context.recommender_llm import recommend_llm
 from causal_middleware.context.root_cause import ContextDiagnosis, Method, diagnose
 from causal_middleware.context.signals import Detection
 from causal_middleware.context.workspace import Workspace
@@ -33,7 +34,8 @@ def debug_session(
     explore: bool = True,
     force: bool = False,
 ) -> ContextReport:
-    """Detect; when the session escalates (or ``force``), diagnose; with a workspace, recommend.
+    """Detect; when the session escalates (or ``force``), diagnose; with a workspace, recommend
+    (``mode="llm"``: every stage is the LLM form, the recommender :func:`recommend_llm`).
 
     With a workspace the session is first tied to its files (:func:`align_to_workspace`), so a
     user's own tools and layout (a workspace config) are read by content.
@@ -51,7 +53,11 @@ def debug_session(
         conversation, detection, method=method, mode=mode, model=model, workspace=workspace
     )
     if workspace is not None and report.diagnosis.status == "ok":
-        report.recommendation = recommend(
-            conversation, report.diagnosis, workspace, mode="explore" if explore else "passive"
+        report.recommendation = (
+            recommend_llm(conversation, report.diagnosis, workspace, model)
+            if mode == "llm"
+            else recommend(
+                conversation, report.diagnosis, workspace, mode="explore" if explore else "passive"
+            )
         )
     return report

@@ -12,12 +12,13 @@ from causal_middleware.context.objections import (
     behavioural_objection,
     challenges_agent,
     doubted_with_source,
+    prior_belief,
     relayed_conflict,
     relayed_contradiction,
 )
 from causal_middleware.context.replies import replies
 from causal_middleware.context.signals import Signal, SignalType
-from causal_middleware.context.statements import LEAD_IN
+from causal_middleware.context.statements import LEAD_IN, asks_for_information
 from causal_middleware.context.text import (
     MEASURED_KINDS,
     expand_informal,
@@ -61,6 +62,14 @@ def pushback(conversation: Conversation, found: list[Signal]) -> list[Signal]:
     out = []
     for last_agent, n in replies(conversation, found):
         answer_terms = set(term_seq(last_agent.content))
+        said = sentences(n.content)
+        # "Where's my refund? It was supposed to be paid on Monday." after an answer on another matter:
+        # a new question first, and the rest sets its scene; it objects to nothing the agent said.
+        # With the account first and the question last, nothing in the turn may touch the answer.
+        new_topic = bool(said) and (
+            (asks_for_information(said[0]) and not share_stem(set(term_seq(said[0])), answer_terms))
+            or (asks_for_information(said[-1]) and not share_stem(set(term_seq(n.content)), answer_terms))
+        )
         for sent in sentences(expand_informal(n.content)):
             body = LEAD_IN.sub("", sent.strip())
             m = _PROHIBITION.match(body) or _RHETORICAL.match(body)
@@ -70,10 +79,11 @@ def pushback(conversation: Conversation, found: list[Signal]) -> list[Signal]:
                 or (m and m.re is _RHETORICAL and _EVEN.search(body))
                 or challenges_agent(body)
                 or disputes_act(n.content, last_agent.content)
-                or behavioural_objection(body)
+                or (behavioural_objection(body) and not new_topic)
                 or relayed_conflict(n.content)
                 or relayed_contradiction(n.content, last_agent.content)
                 or doubted_with_source(n.content)
+                or prior_belief(body)
             ):
                 out.append(
                     Signal(

@@ -114,9 +114,14 @@ def append_line(text: str, line: str) -> str:
     return f"{body}\n{line}\n" if body else f"{line}\n"
 
 
+_WRAPPED = re.compile(r"(?<=[\w,;(])[ \t]*\n[ \t]*(?=[a-z0-9(])")
+
+
 def claim_sentence(text: str, value: str) -> str | None:
     """The first sentence of ``text`` that states ``value``."""
     needle = normalize(value)
+    # a hard-wrapped paragraph ("... free of\ncharge up to 48 hours ...") is one run of sentences
+    text = _WRAPPED.sub(" ", text)
     for s in sentences(text):
         if needle and needle in normalize(s):
             return s

@@ -39,6 +39,7 @@ from causal_middleware.context.text import (
     coverage,
     find_values,
     jaccard,
+    normalize,
     quote,
     relevance,
     share_stem,
@@ -52,7 +53,7 @@ from causal_middleware.context.tool_errors import allowed_values, renamed_argume
 from causal_middleware.context.workspace import (
     KBEntry,
     Workspace,
-    first_heading,
+    page_title,
     split_front_matter,
 )
 
@@ -451,6 +452,18 @@ class _Recommender:
                     or (r_wrong and self._near_identical(r_text or "", got or "", h.content, expected))
                 )
             ]
+            if not cands and expected:
+                # The user's own value, stated by one entry only, in a sentence that shares half of
+                # what they call the thing ("order cakes 3 days before" for "the cake order notice"):
+                # that entry is where the answer was.
+                stating = [
+                    h.path
+                    for h in hits
+                    if h.path != r_path
+                    and contains(h.content, expected)
+                    and self._partly_about(h.content, expected)
+                ]
+                cands = stating if len(stating) == 1 else []
             for p in cands[:2]:
                 self.ex.read_kb_entry(p)
             section_hits = [h.path for h in hits]
@@ -523,6 +536,11 @@ class _Recommender:
                 dims=dims,
                 authority=self._user_source(),
             )
+        returned = {d.path for d in self.root.documents} if self.root is not None else set()
+        if right and r_path is not None and r_path in returned and r_path not in self.retrieved:
+            # the search returned the right entry but ranked another above it, and the agent used
+            # that one: the entry is not found first for the question's wording
+            return self._make_accessible(r_path, dims)
         if right:
             return self._no_action(
                 Classification.INCIDENTAL, "the retrieved entry already states the expected value", 0.6, dims
@@ -555,7 +573,7 @@ class _Recommender:
             return False
         meta, body = _safe_front(text)
         # A page without front matter is titled by its first heading.
-        title = str(meta.get("title") or first_heading(body) or "")
+        title = page_title(meta, body) or ""
         # A page titled only with words of what the user talks about is about it, however its
         # sentence words the rest ("the X allowance on Y" against a page titled "X on Y").
         title_terms = term_set(title) - _DROP
@@ -563,10 +581,27 @@ class _Recommender:
             return True
         if relevance(self.subject_text, sent, title) >= RELEVANT:
             return True
+        # Three or more of the user's words for the thing, in another order ("a permit decision on
+        # the request" for "the permit request decision date"), name it as well.
+        shared = self.subject & (term_set(sent) | title_terms)
+        if len(shared) >= 3 and len(shared) * 4 >= len(self.subject) * 3:
+            return True
         # The page's own index words ("tags: [upload, file size]") name what it is about when its
         # sentence words it otherwise ("each file can be at most 10 MB" for "the upload size limit").
         labels = term_set(" ".join(_labels(meta))) - _DROP
         return len(self.subject & labels) >= 2 and len(self.subject & labels) * 2 >= len(self.subject)
+
+    def _partly_about(self, text: str, value: str) -> bool:
+        """Whether the sentence stating ``value``, with its page's title and index words, shares
+        two or more and at least half of the user's words for what they asked about."""
+        sent = claim_sentence(text, value)
+        if sent is None:
+            return False
+        meta, body = _safe_front(text)
+        title = page_title(meta, body) or ""
+        words = term_set(f"{sent} {title} {' '.join(_labels(meta))}")
+        shared = self.subject & words
+        return len(shared) >= 2 and len(shared) * 2 >= len(self.subject)
 
     def _same_claim(self, r_text: str, got: str, x_text: str, expected: str) -> bool:
         """Whether two entries state different values for the same thing: values of one kind, and
@@ -584,7 +619,12 @@ class _Recommender:
         a, b = claim_sentence(r_text, got), claim_sentence(x_text, expected)
         if not a or not b:
             return False
-        return jaccard(_sentence_terms(a) - _DROP, _sentence_terms(b) - _DROP) >= SAME_CLAIM
+        if jaccard(_sentence_terms(a) - _DROP, _sentence_terms(b) - _DROP) >= SAME_CLAIM:
+            return True
+        # one page may run the claim on into more ("up to 35 tonnes displacement; heavier boats
+        # ..."): the clauses that state the values are the claim
+        ca, cb = _value_clause(a, got), _value_clause(b, expected)
+        return jaccard(_sentence_terms(ca) - _DROP, _sentence_terms(cb) - _DROP) >= SAME_CLAIM
 
     def _meta(self, path: str, text: str) -> SourceInfo:
         meta, _ = _safe_front(text)
@@ -772,6 +812,15 @@ def _states(text: str, instruction: str) -> bool:
         for line in text.splitlines()
         if line.strip()
     )
+
+
+_CLAUSE_BREAK = re.compile(r"[;:,()]|\s[-\u2013\u2014]\s")
+
+
+def _value_clause(sentence: str, value: str) -> str:
+    """The clause of ``sentence`` that states ``value`` (the sentence if none alone does)."""
+    needle = normalize(value)
+    return next((c for c in _CLAUSE_BREAK.split(sentence) if needle and needle in normalize(c)), sentence)
 
 
 def _paths(hits: list[Any], what: str) -> str:

@@ -86,7 +86,7 @@ CORRECTION_PATTERNS: tuple[tuple[re.Pattern[str], float], ...] = tuple(
         # the answer addressed something else ("you answered a different question")
         (
             r"\byou(?:'ve| have)?\s+(?:just\s+)?(?:answered|addressed|responded to|replied to)\s+(?:a\s+)?"
-            r"(?:different|another|the wrong|some other)\s+(?:question|thing|one)\b",
+            r"(?:(?:different|another|the wrong|some other)\s+(?:question|thing|one)|(?:something|anything)\s+else)\b",
             0.85,
         ),
         # Disapproval of what the agent just did ("that's not okay"), and challenges addressed to
@@ -113,6 +113,14 @@ REPAIR_PATTERNS = tuple(
             0.9,
         ),
         (r"\bI(?:'m| am) asking (?:about|for)\b", 0.75),
+        # "No, different thing." / "no, another question": the answer was about something else (a
+        # bare "different question - ..." opens a new one; the "no" is what rejects the answer)
+        (
+            r"^\W*no\b[,.!\s-]+(?:that's\s+|that is\s+|it's\s+|this is\s+|i meant\s+)?(?:a\s+|an\s+)?"
+            r"(?:different|another|other|separate)\s+(?:thing|question|matter|topic|issue|one|subject)\b|"
+            r"\byou(?:'re| are)\s+answering\s+(?:a\s+|an\s+)?(?:different|another|other|the wrong)\b",
+            0.85,
+        ),
     )
 )
 CLARIFICATION_PATTERNS = tuple(

@@ -84,7 +84,7 @@ def word_number(text: str) -> float | None:
 
 
 _MONEY = (
-    r"[$€£¥₹]\s?\d(?:[\d,]*\d)?(?:\.\d+)?(?:\s?(?:k|m|million|billion))?|"
+    r"[$€£¥₹]\s?\d(?:[\d,]*\d)?(?:\.\d+)?(?:\s?(?:million|billion|bn|k|m)(?![a-z]))?|"
     r"\b(?:" + _CURRENCY_CODES + r")\s?\d(?:[\d,]*\d)?(?:\.\d+)?\b|"
     r"\d[\d,]*(?:\.\d+)?\s?(?:" + _CURRENCY_CODES + r"|dollars|euros|pounds)\b|"
     r"\b" + _WORD_NUM + r"\s+(?:dollars|euros|pounds)\b"
@@ -205,6 +205,13 @@ _ORDINAL = (
     + r"\b(?:week|day|month|term|semester|quarter|session|lesson)\s+\d{1,2}\b(?![.,:/-]?\d)"
 )
 
+# A day of the week, one-off or habitual ("on Tuesdays"), or its place in the month ("the second
+# Saturday", "the last Friday"): a schedule states it as its value.
+_WEEKDAY = (
+    r"\b(?:(?:" + "|".join(_ORDINAL_WORDS[:5]) + r"|last|\d(?:st|nd|rd|th))\s+)?"
+    r"(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)days?\b"
+)
+
 VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("money", re.compile(_MONEY, re.IGNORECASE)),
     ("percent", re.compile(_PERCENT, re.IGNORECASE)),
@@ -215,6 +222,7 @@ VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("duration", re.compile(_DURATION, re.IGNORECASE)),
     ("time", re.compile(_TIME, re.IGNORECASE)),
     ("ordinal", re.compile(_ORDINAL, re.IGNORECASE)),
+    ("weekday", re.compile(_WEEKDAY, re.IGNORECASE)),
     ("quoted", re.compile(_QUOTED)),
     ("number", re.compile(_NUMBER)),
 )
@@ -222,6 +230,8 @@ VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 # Kinds of value that state a measured fact (not a bare number or a quoted phrase): two different
 # values of one of these kinds for the same subject contradict each other.
+# (A weekday is a value but not a measured one: "the carrier says Monday" reports an outcome as
+# often as it states a schedule.)
 MEASURED_KINDS = ("money", "percent", "duration", "date", "time", "size", "measure", "dimensions", "ordinal")
 
 
@@ -389,7 +399,7 @@ def magnitude(kind: str, span: str) -> tuple[str, float] | None:
 
 _CURRENCY_NAMES = {"$": "usd", "€": "eur", "£": "gbp", "¥": "jpy", "₹": "inr", "dollars": "usd", "euros": "eur",
                    "pounds": "gbp"}  # fmt: skip
-_SCALE = {"k": 1e3, "m": 1e6, "million": 1e6, "billion": 1e9}
+_SCALE = {"k": 1e3, "m": 1e6, "million": 1e6, "billion": 1e9, "bn": 1e9}
 
 
 def _money(span: str) -> tuple[str, float] | None:
@@ -444,6 +454,8 @@ def same_value(a: str | None, b: str | None) -> bool:
         return _same_clock(a, b)
     if ka == "ordinal":
         return _rank(a) == _rank(b)
+    if ka == "weekday":
+        return _weekday(a) == _weekday(b)
     if ka == "date":
         da, db = _calendar_day(a), _calendar_day(b)
         return da is not None and da == db
@@ -452,6 +464,25 @@ def same_value(a: str | None, b: str | None) -> bool:
         return na is not None and nb is not None and float(na.group(0)) == float(nb.group(0))
     ma, mb = magnitude(ka, a), magnitude(kb, b)
     return ma is not None and mb is not None and ma[0] == mb[0] and abs(ma[1] - mb[1]) <= 1e-9 * max(ma[1], 1)
+
+
+def _weekday(span: str) -> tuple[int, str]:
+    """``(2, "saturday")`` for "second Saturday" and "2nd Saturdays"; rank 0 for a bare day."""
+    words = normalize(span).split()
+    day = re.sub(r"s$", "", words[-1])
+    rank = 0
+    if len(words) > 1:
+        digits = re.match(r"\d+", words[0])
+        rank = (
+            int(digits.group(0))
+            if digits
+            else -1
+            if words[0] == "last"
+            else _ORDINAL_WORDS.index(words[0]) + 1
+            if words[0] in _ORDINAL_WORDS
+            else 0
+        )
+    return rank, day
 
 
 def _rank(span: str) -> tuple[int, str] | None:

@@ -6,6 +6,7 @@ Read from any error body: JSON or a Python literal by field, and the text of its
 
 from __future__ import annotations
 
+import html
 import re
 from typing import Any
 
@@ -24,6 +25,7 @@ _TOOL_EXPECTED = re.compile(
     r"(?:format\s+|one of:?\s*|value\s+|parameter\s+|field\s+)?['\"`](?P<exp>[^'\"`]+)['\"`]",
     _I,
 )
+_LIST_GOES_ON = re.compile(r"\s*(?:,|\bor\b|\|)\s*['\"`]", _I)
 _TOOL_GOT_BARE = re.compile(r"\b(?:got|received|given)\s*:?\s+(?P<got>[^\s,;()'\"`]+)", _I)
 _TOOL_EXPECTED_BARE = re.compile(
     r"\b(?:expects?|expected|takes|accepts|requires|use|did you mean|should be|must be)\s+"
@@ -57,12 +59,15 @@ _MESSAGE_KEYS = re.compile(
 # What an error item says of that argument: it was not expected, or it was missing.
 # ... said of the argument itself, not of its value ("unknown parameter", "extra inputs", "field
 # not permitted"; "unknown ward" rejects a value of the field).
-_ARGUMENT = r"(?:field|param(?:eter)?|argument|arg|key|property|propertie|input|attribute|option)s?"
+_ARGUMENT = r"(?:field|param(?:eter)?|argument|arg|key|keyword|property|propertie|input|attribute|option)s?"
 _UNEXPECTED = re.compile(
     rf"\b(?:extra|unknown|unexpected|unrecogni[sz]ed|unsupported|undeclared)[\s_]+{_ARGUMENT}\b|"
     rf"\b{_ARGUMENT}[\s_]+(?:unknown|not (?:permitted|allowed|expected|recogni[sz]ed))\b|"
     # "the parameter x is not recognized", "is not a permitted parameter"
-    rf"\b{_ARGUMENT}\s+\S+\s+(?:is|was)\s+not\s+(?:recogni[sz]ed|permitted|allowed|expected|supported|known)\b|"
+    rf"\b{_ARGUMENT}\s+\S+\s+(?:is|was)\s+not\s+(?:recogni[sz]ed|permitted|allowed|expected|supported|known|defined)\b|"
+    # a legacy command's "Keyword x not valid for this command"
+    rf"\b{_ARGUMENT}\s+\S+\s+(?:(?:is|was)\s+)?not\s+(?:valid|defined)\s+for\s+(?:this|the)\s+"
+    r"(?:command|operation|method|request|endpoint|call|function)\b|"
     rf"\bnot\s+an?\s+(?:permitted|allowed|known|recogni[sz]ed|valid|supported)\s+{_ARGUMENT}\b|"
     r"\bextra_|\badditional propert|\bno such (?:field|param)",
     _I,
@@ -114,6 +119,13 @@ def _error_items(data: Any) -> list[tuple[str, str]]:
 
 # A name written as code: with an underscore or a dot inside ("desk_id", "user.email").
 _CODE_NAME = re.compile(r"(?<![\w-])[A-Za-z][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+(?![\w-])")
+# An instruction that names the arguments to send (a legacy message's "Recovery" line, a
+# hint's "use ... instead"): "Specify a_b and C, then try the command again".
+_RECOVERY = re.compile(
+    r"(?:^|[.:;]\s*|\n\s*)(?:please\s+)?(?:specify|provide|supply|pass|send|use)\s+"
+    r"(?P<names>[^.;\n]*?)(?=,?\s*(?:then|and then|instead|and (?:re)?try|to continue)\b|[.;\n]|$)",
+    _I,
+)
 _REQUIRED_LIST = re.compile(r"\b(?:required|missing|mandatory)\b[^:.;\n]{0,30}:\s*(?P<list>[^.;\n]+)", _I)
 
 
@@ -133,6 +145,11 @@ def _argument_fault(data: Any, text: str, args_text: str) -> tuple[str | None, s
             items.append((named[0], sentence))
         elif _MISSING.search(sentence) and not _UNEXPECTED.search(sentence):
             items += [(n, sentence) for n in _CODE_NAME.findall(sentence) if n not in keys]
+    folded = {k.casefold() for k in keys}
+    for m in _RECOVERY.finditer(text):
+        # "Recovery: Specify a_b and C, then try again": the argument names the fix tells the
+        # caller to send; those the call did not send (in any case) are what it left out
+        items += [(n, "missing") for n in _CODE_NAME.findall(m.group("names")) if n.casefold() not in folded]
     unexpected = {f for f, said in items if f in keys and _UNEXPECTED.search(said)}
     missing = {
         f for f, said in items if f not in keys and _MISSING.search(said) and not _UNEXPECTED.search(said)
@@ -177,7 +194,13 @@ def _value_fault(output: str, args_text: str, data: Any) -> tuple[str | None, st
     if data is not None:
         for key, value in walk(data):
             if isinstance(value, str | int | float) and not isinstance(value, bool):
-                if got is None and _GOT_KEYS.match(key):
+                # a bare "value" field is often the error's own (SOAP 1.2 <Code><Value>): it is
+                # the rejected value only when the call sent it
+                if (
+                    got is None
+                    and _GOT_KEYS.match(key)
+                    and (key.lower() != "value" or not args_text or _in_args(str(value), args_text))
+                ):
                     got = str(value)
                 elif expected is None and _EXPECTED_KEYS.match(key):
                     expected = str(value)
@@ -185,7 +208,9 @@ def _value_fault(output: str, args_text: str, data: Any) -> tuple[str | None, st
     got_m = _TOOL_GOT.search(text)
     exp_m = _TOOL_EXPECTED.search(text)
     got = got or (got_m.group("got") if got_m else None)
-    expected = expected or (exp_m.group("exp") if exp_m else None)
+    # "should be 'A', 'B' or 'C'": the first of a list is not the expected value, the list is
+    head_of_list = exp_m is not None and _LIST_GOES_ON.match(text, exp_m.end()) is not None
+    expected = expected or (exp_m.group("exp") if exp_m and not head_of_list else None)
     allowed = allowed_values(output)
     quoted = [q.strip() for q in _QUOTED_VALUE.findall(text)]
     # "..., got 05/12/2026": an unquoted value after "got" that the call sent; it is what was
@@ -346,12 +371,18 @@ def _squashed(value: str) -> str:
     return re.sub(r"[^a-z0-9]", "", value.lower())
 
 
+# What labels a list of acceptable values: an adjective with, or without, the plural noun it
+# qualifies on either side ("Allowed:", "valid values are", "Expected elements are", "values
+# permitted:", "VALID CODES ARE:").
+_ACCEPTABLE = r"(?:allowed|accepted|expected|valid|supported|permitted|possible|legal)"
 _ALLOWED = re.compile(
-    r"\b(?:one of|allowed(?: values| keys)?|accepted(?: values| keys)?|expected(?: keys| values| one of)?|valid (?:values|keys|options)|"
-    r"supported(?: values| keys)?|options are|possible values|choices)\s*(?::|are|is|include)\s*(?P<list>[^.;()\n]+)|"
+    rf"(?<![\w-])(?:one of|(?:[a-z]+s\s+)?{_ACCEPTABLE}(?:\s+(?:one of|[a-z]+s))?|options are|choices)"
+    r"\s*(?::|are|is|include)(?:\s*:)?\s*(?P<list>[^.;()\n]+)|"
     r"\b(?:must be|should be)\s+one of\s*:?\s*(?P<list2>[^.;()\n]+)",
     _I,
 )
+# A namespace before a name: "{http://example.org/ns}name" (how XML binders print a qualified name).
+_NAMESPACE = re.compile(r"\{[^{}\s]*\}(?=\w)")
 
 
 # A bulleted line: read as one more item of the list it continues ("Allowed:\n- A\n- B").
@@ -367,12 +398,16 @@ def allowed_values(output: str) -> list[str]:
         for key, value in walk(data):
             if isinstance(value, list) and _ALLOWED_KEYS.search(key):
                 out += [v for v in value if v not in out]
-    text = _BULLET.sub(", ", error_text(output))
+            elif isinstance(value, str) and _ALLOWED_KEYS.search(key) and not _MESSAGE_KEYS.match(key):
+                # <allowedValues>A B C</allowedValues>, {"valid": "A, B, C"}: the list as one string
+                parts = [i for p in _LIST_SEPARATOR.split(value) for i in _items(p)]
+                out += [v for v in parts if v not in out] if len(parts) >= 2 else []
+    text = _NAMESPACE.sub("", _BULLET.sub(", ", html.unescape(error_text(output))))
     for m in _ALLOWED.finditer(text):
         for part in re.split(r",|\bor\b|\band\b|\|", m.group("list") or m.group("list2") or ""):
-            part = part.strip().strip("'\"`[]{}").strip()
-            if part and len(part.split()) <= 3 and part not in out:
-                out.append(part)
+            for item in _items(part):
+                if item not in out:
+                    out.append(item)
     if not out:
         # "letter_type must be EN01, EN02 or GR01": a list of two or more bare identifiers
         for m in _MUST_BE.finditer(text):
@@ -384,6 +419,20 @@ def allowed_values(output: str) -> list[str]:
     if not out:
         out = enumeration(text)
     return out
+
+
+def _items(part: str) -> list[str]:
+    """The values of one separated part of a labelled list: the part itself when it is a short
+    phrase, or each of its words when they are codes joined by spaces ("A_ONE B_TWO C", how
+    fixed-width and mainframe messages list values); XML's angle brackets and namespaces dropped."""
+    part = part.strip().strip("'\"`[]{}<>").strip()
+    if _SLASH_RUN.fullmatch(part):
+        return [p for p in part.split("/") if p]
+    words = [w.strip("'\"`[]<>") for w in part.split()]
+    # "*ALL *NONE": special values of a command language keep their mark
+    if len(words) >= 2 and all(_CODE_LIKE.fullmatch(w.lstrip("*")) and not w.isdigit() for w in words):
+        return [w for w in words if w]
+    return [part] if part and len(part.split()) <= 3 else []
 
 
 _MUST_BE = re.compile(
@@ -405,8 +454,12 @@ _SEMICOLON_RUN = re.compile(r"(?<![\w;])[\w.-]+(?:;[\w.-]+)+(?![\w;])")
 # ... or by slashes with no space ("EN01/EN02/GR01"), when every item is an upper-case code with a
 # letter in it: a path ("api/v1/items") or a date ("05/12/2026") is no list.
 _SLASH_RUN = re.compile(r"(?<![\w/])[A-Z0-9_-]*[A-Z][A-Z0-9_-]*(?:/[A-Z0-9_-]*[A-Z][A-Z0-9_-]*)+(?![\w/])")
-# ... or in parentheses, comma-joined ("NOT IN (EN01,EN02,GR01)").
-_PAREN_LIST = re.compile(r"\((?P<list>[\w.-]+(?:\s*,\s*[\w.-]+)+)\)")
+# ... or in parentheses, brackets or braces, comma-joined ("NOT IN (EN01,EN02,GR01)", "enumeration
+# '[A, B]'", "One of '{a, b}' is expected", how SQL, Java and XML schema validators print a set).
+_PAREN_LIST = re.compile(
+    r"\((?P<list>[\w.-]+(?:\s*,\s*[\w.-]+)+)\)|\[(?P<list2>[\w.-]+(?:\s*,\s*[\w.-]+)+)\]|"
+    r"\{(?P<list3>[\w.-]+(?:\s*,\s*[\w.-]+)+)\}"
+)
 # ... or codes after a colon, joined by spaces ("Valid: EN01 EN02 GR01"): each an upper-case code
 # with a digit or an underscore, so that an upper-case sentence ("ERROR: INVALID TYPE") is no list.
 _CODE = r"[A-Z][A-Z]*(?:[0-9_][A-Z0-9_]*)"
@@ -439,7 +492,8 @@ def enumeration(text: str) -> list[str]:
     for m in _SLASH_RUN.finditer(text):
         return list(dict.fromkeys(p for p in m.group(0).split("/") if p))
     for m in _PAREN_LIST.finditer(text):
-        return list(dict.fromkeys(p.strip() for p in m.group("list").split(",") if p.strip()))
+        found = m.group("list") or m.group("list2") or m.group("list3")
+        return list(dict.fromkeys(p.strip() for p in found.split(",") if p.strip()))
     for m in _SPACED_CODES.finditer(text):
         return list(dict.fromkeys(m.group("list").split()))
     return []

@@ -31,6 +31,7 @@ import functools
 import json
 import os
 import re
+import warnings
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -39,6 +40,7 @@ import yaml
 from pydantic import BaseModel, Field
 
 from causal_middleware.context.dates import change_date
+from causal_middleware.context.markup import first_title, markup_header
 from causal_middleware.context.text import index_terms
 from causal_middleware.retrieval.bm25 import BM25Index
 from causal_middleware.tasks.model import Passage
@@ -48,7 +50,10 @@ TOOLS_DIR = "tools"
 SKILLS_DIR = "skills"
 KB_DIR = "kb"
 BACKUP_DIR = ".causal-backup"
-TEXT_SUFFIXES = (".md", ".txt", ".markdown", ".yaml", ".yml", ".json")
+# Markup a knowledge base is written in (read as text: titles and header fields by markup.py)
+TEXT_SUFFIXES = (
+    ".md", ".txt", ".markdown", ".mdx", ".adoc", ".asciidoc", ".rst", ".html", ".htm", ".yaml", ".yml", ".json",
+)  # fmt: skip
 
 CONFIG_NAMES = ("causal-context.yaml", "causal-context.yml")
 
@@ -470,7 +475,9 @@ class Workspace:
         else:
             layout = load_layout(config, root=base) if config is not None else find_layout(base)
         if not layout.default:
-            return cls(_declared_files(base, layout), root=base, layout=layout, _checked=True)
+            declared = _declared_files(base, layout)
+            _warn_unmatched(base, layout, declared)
+            return cls(declared, root=base, layout=layout, _checked=True)
         files: dict[str, str] = {}
         for f in sorted(base.rglob("*")):
             rel = f.relative_to(base)
@@ -682,12 +689,41 @@ def _declared_files(base: Path, layout: WorkspaceLayout) -> dict[str, str]:
     return files
 
 
+def _warn_unmatched(base: Path, layout: WorkspaceLayout, declared: Mapping[str, str]) -> None:
+    """Warn for each path or glob of a config that yields no file: a typo, or files of a kind the
+    workspace does not read (a silent empty knowledge base is worse than a warning)."""
+    present = [
+        (Path(d) / n).relative_to(base).as_posix()
+        for d, dirs, names in os.walk(base, followlinks=False)
+        for n in names
+        if not n.startswith(".") and not any(p.startswith(".") for p in Path(d).relative_to(base).parts)
+    ]
+    where = layout.source or "workspace config"
+    entries = [("prompt", layout.prompt)] if layout.prompt else []
+    entries += [(key, p) for key, pats in (("kb", layout.kb), ("skills", layout.skills), ("tools", layout.tools))
+                for p in pats]  # fmt: skip
+    for key, pattern in entries:
+        rx = _glob_re(pattern)
+        if any(rx.match(f) for f in declared):
+            continue
+        matched = [f for f in present if rx.match(f)]
+        why = (
+            f"matches {len(matched)} file(s) but none it reads (text suffixes: {', '.join(TEXT_SUFFIXES)})"
+            if matched
+            else "matches no file"
+        )
+        warnings.warn(f"{where}: {key} {pattern!r} {why}", UserWarning, stacklevel=3)
+
+
 def _kb_entry(path: str, text: str) -> KBEntry:
     try:
         meta, body = split_front_matter(text)
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from exc
-    title = str(meta.get("title") or first_heading(body) or PurePosixPath(path).stem)
+    if not meta:
+        _, fields = markup_header(body)
+        meta = {k.lower(): v for k, v in fields.items()}
+    title = page_title(meta, body) or PurePosixPath(path).stem
     supersedes = meta.get("supersedes") or []
     if isinstance(supersedes, str):
         supersedes = [supersedes]
@@ -715,6 +751,14 @@ def _kb_entry(path: str, text: str) -> KBEntry:
 
 def _opt_str(value: Any) -> str | None:
     return None if value is None or value == "" else str(value)
+
+
+def page_title(meta: Mapping[str, Any], body: str) -> str | None:
+    """A page's title: its front matter's, else its markup header's (AsciiDoc ``= Title``, an
+    underlined reST or setext title), else its first heading (Markdown ``#``, HTML)."""
+    header_title = markup_header(body)[0] if not meta.get("title") else None
+    title = meta.get("title") or header_title or first_heading(body) or first_title(body)
+    return str(title) if title else None
 
 
 def first_heading(body: str) -> str | None:

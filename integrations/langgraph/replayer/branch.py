@@ -28,7 +28,15 @@ from typing import Any
 
 from causal_middleware.replay.errors import ReplayError
 
-__all__ = ["Branch", "RecordedTask", "SnapshotCache", "aread_branch", "checkpoint_config", "read_branch"]
+__all__ = [
+    "Branch",
+    "CheckpointFirst",
+    "RecordedTask",
+    "SnapshotCache",
+    "aread_branch",
+    "checkpoint_config",
+    "read_branch",
+]
 
 # Guards against cycles in a corrupt checkpointer; far above any real run's length.
 _MAX_BRANCH = 100_000
@@ -146,6 +154,22 @@ def _step(snap: Any) -> int:
     return int((snap.metadata or {}).get("step", -1))
 
 
+@dataclass(frozen=True)
+class CheckpointFirst:
+    """A ``fallback`` output (the trajectory's JSON) to use only when the checkpoint keeps none:
+    a frozen step a fork wrote with ``update_state`` keeps its writes under its task, with the
+    objects' own types (messages, documents), which the span JSON does not."""
+
+    output: Any
+
+
+def _task_result(snap: Any, node: str, default: Any) -> Any:
+    for task in snap.tasks:
+        if task.name == node and task.error is None and task.result is not None:
+            return task.result
+    return default
+
+
 def _tasks(
     snapshots: Sequence[Any],
     updates: Mapping[str, tuple[str, Any]],
@@ -166,6 +190,8 @@ def _tasks(
                 continue
             known = [(node, output) for (node, s), output in fallback.items() if s == step]
             for node, output in known:
+                if isinstance(output, CheckpointFirst):
+                    output = _task_result(snap, node, output.output)
                 out.append(RecordedTask(node, step, output, checkpoint_id, via="update"))
             continue
         for task in snap.tasks:

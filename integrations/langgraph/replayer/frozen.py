@@ -95,6 +95,20 @@ class SuffixOverride:
                 self.step_offset = max(0, seen - self.first_step)
             return seen - self.step_offset
 
+    def would_freeze(self, node: str, seen_step: int) -> bool:
+        """Whether a root-graph call of ``node`` at ``seen_step`` (the fork's ``langgraph_step``)
+        would return a recorded output, changing nothing (the direct application of frozen
+        supersteps asks before it emits the node's span)."""
+        with self._lock:
+            offset = self.step_offset if self.step_offset is not None else max(0, seen_step - self.first_step)
+            step = seen_step - offset
+            blocked = node in self.side_effecting and not self.allow_side_effects
+            frozen = self.mode == "frozen" and node not in self.rerun and f"{node}@{step}" not in self.rerun
+            return (blocked or frozen) and any(
+                i not in self._used and t.node == node and t.langgraph_step == step
+                for i, t in enumerate(self._recorded)
+            )
+
     def __call__(self, node: str, state: Any, config: Mapping[str, Any]) -> tuple[bool, Any]:
         metadata = config.get("metadata") or {}
         if "|" in str(metadata.get("langgraph_checkpoint_ns") or ""):

@@ -34,6 +34,7 @@ from causal_middleware.spans.model import NodeStep, Trajectory
 from causal_middleware.store.base import SpanStore
 from causal_middleware.store.stitch import (
     BRANCH_CHECKPOINT_LABEL,
+    FROZEN,
     INTERVENED,
     REPLAYED,
     at_root,
@@ -43,7 +44,7 @@ from causal_middleware.store.stitch import (
 )
 
 from ..instrument import InstrumentedGraph
-from .branch import Branch, SnapshotCache, aread_branch, read_branch
+from .branch import Branch, CheckpointFirst, SnapshotCache, aread_branch, read_branch
 from .emit import emit_replay_run
 from .fork_thread import (
     FORK_THREAD_MARK,
@@ -69,6 +70,8 @@ from .locate import (
     select_fork_step,
 )
 from .plan import ForkPlan, awrite_fork, make_plan, task_id_of, write_fork
+from .prelude import AVAILABLE as DIRECT_AVAILABLE
+from .prelude import arun_frozen, run_frozen
 from .side_effects import guard_graph_tools
 
 __all__ = ["Replayer"]
@@ -77,6 +80,7 @@ _UPDATE_CACHE = 4096
 _SNAPSHOT_CACHE = 256
 COPIED_LABEL = "replay.copied_checkpoints"
 DISCARDED_LABEL = "replay.discarded"
+FROZEN_APPLIED_LABEL = "replay.frozen_applied_supersteps"
 
 
 class Replayer:
@@ -109,6 +113,11 @@ class Replayer:
     deletes a fork's thread once the fork is no longer needed (it implements
     ``DiscardingForkBackend``).
     """
+
+    # Opt-in: a frozen fork writes its leading frozen supersteps with ``update_state`` instead of
+    # running them in LangGraph's loop (``prelude``; the same fork, see docs/replay.md). Off by
+    # default: measured, it saves the loop's thread hand-offs but not CPU (docs/bench.md).
+    frozen_direct: bool = False
 
     def __init__(
         self,
@@ -426,13 +435,15 @@ class Replayer:
         return parent.thread_id
 
     def _fallback_outputs(self, parent: Trajectory) -> dict[tuple[str, int], Any]:
-        return {
-            (str(s.node), int(s.langgraph_step)): s.output
-            for s in parent.steps
-            if s.kind == "node"
-            and s.langgraph_step is not None
-            and (s.attributes.get(INTERVENED) or s.attributes.get(REPLAYED))
-        }
+        out: dict[tuple[str, int], Any] = {}
+        for s in parent.steps:
+            if s.kind != "node" or s.langgraph_step is None:
+                continue
+            if s.attributes.get(INTERVENED) or s.attributes.get(REPLAYED):
+                out[(str(s.node), int(s.langgraph_step))] = s.output
+            elif s.attributes.get(FROZEN):  # written by update_state (prelude): its checkpoint has it
+                out.setdefault((str(s.node), int(s.langgraph_step)), CheckpointFirst(s.output))
+        return out
 
     def _updates_snapshot(self) -> dict[str, tuple[str, Any]]:
         with self._lock:
@@ -604,11 +615,23 @@ class Replayer:
         hook, policy = self._hook(plan), self._policy(plan)
         error: BaseException | None = None
         with fork_policy(policy):
-            try:
-                self.graph.invoke(None, self._run_config(plan, fork_config, hook))
-            except Exception as exc:
-                error = exc
-        run_id = self._run_id_after(error)
+            if request.mode == "frozen" and self.frozen_direct and DIRECT_AVAILABLE:
+                done = run_frozen(
+                    graph,
+                    self.graph.handler,
+                    hook,
+                    self.graph._prepare(self._run_config(plan, fork_config, hook)),
+                    graph_name=self.graph.handler.info.name,
+                    on_update=self._remember_update,
+                )
+                error, run_id = done.error, self._run_id_after(done.error, done.run_id)
+                plan.labels[FROZEN_APPLIED_LABEL] = done.applied
+            else:
+                try:
+                    self.graph.invoke(None, self._run_config(plan, fork_config, hook))
+                except Exception as exc:
+                    error = exc
+                run_id = self._run_id_after(error)
         self._remember_fork(run_id, plan.fork_thread_id)
         self.store.annotate(run_id, **self._annotations(plan, hook, policy, error))
         if error is not None:
@@ -637,8 +660,8 @@ class Replayer:
         with lend_parent(plan.parent):
             return self.store.get_trajectory(run_id)
 
-    def _run_id_after(self, error: BaseException | None) -> str:
-        run_id = self.graph.last_run_id
+    def _run_id_after(self, error: BaseException | None, run_id: str | None = None) -> str:
+        run_id = run_id or self.graph.last_run_id
         if run_id is None:
             raise ReplayError(
                 "the fork run left no trace (the instrumentation did not start a run)"
@@ -700,11 +723,23 @@ class Replayer:
         hook, policy = self._hook(plan), self._policy(plan)
         error: BaseException | None = None
         with fork_policy(policy):
-            try:
-                await self.graph.ainvoke(None, self._run_config(plan, fork_config, hook))
-            except Exception as exc:
-                error = exc
-        run_id = self._run_id_after(error)
+            if request.mode == "frozen" and self.frozen_direct and DIRECT_AVAILABLE:
+                done = await arun_frozen(
+                    graph,
+                    self.graph.handler,
+                    hook,
+                    self.graph._prepare(self._run_config(plan, fork_config, hook)),
+                    graph_name=self.graph.handler.info.name,
+                    on_update=self._remember_update,
+                )
+                error, run_id = done.error, self._run_id_after(done.error, done.run_id)
+                plan.labels[FROZEN_APPLIED_LABEL] = done.applied
+            else:
+                try:
+                    await self.graph.ainvoke(None, self._run_config(plan, fork_config, hook))
+                except Exception as exc:
+                    error = exc
+                run_id = self._run_id_after(error)
         self._remember_fork(run_id, plan.fork_thread_id)
         await self.store.aannotate(run_id, **self._annotations(plan, hook, policy, error))
         if error is not None:

@@ -1,0 +1,68 @@
+"""The title and header fields of a page written in a common markup, when it has no YAML front matter.
+
+AsciiDoc: a ``= Title`` line, then ``:name: value`` attribute lines (``:revdate: 2025-03-01``) up to
+the first blank line. reStructuredText and Markdown's setext form: a title line underlined (and
+perhaps overlined) with a run of one punctuation character, then reST's ``:Field: value`` docinfo
+lines. Markdown ATX (``# Title``) and HTML (``<title>``, ``<h1>``) give a title only.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+_ADOC_TITLE = re.compile(r"^=\s+(?P<title>\S.*?)\s*$")
+_FIELD = re.compile(r"^:(?P<name>[A-Za-z][\w .-]*?):(?:\s+(?P<value>.*?))?\s*$")
+_UNDERLINE = re.compile(r"^([=\-~^*#+`:.'\"_])\1{2,}\s*$")
+_ATX = re.compile(r"^#\s+(?P<title>\S.*?)\s*#*\s*$")
+_HTML_TITLE = re.compile(r"<(?:title|h1)\b[^>]*>(?P<title>.*?)</(?:title|h1)>", re.IGNORECASE | re.DOTALL)
+
+
+def markup_header(text: str) -> tuple[str | None, dict[str, str]]:
+    """``(title, fields)`` the header at the top of a page states (AsciiDoc, reST, setext
+    Markdown); ``(None, {})`` when it opens otherwise."""
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines) and not lines[i].strip():
+        i += 1
+    if i == len(lines):
+        return None, {}
+    title: str | None = None
+    m = _ADOC_TITLE.match(lines[i])
+    if m:
+        title, i = m.group("title"), i + 1
+        # the author and revision lines an AsciiDoc header may carry before its attributes
+        while i < len(lines) and lines[i].strip() and not _FIELD.match(lines[i]):
+            i += 1
+    else:
+        at = i + 1 if _UNDERLINE.match(lines[i]) else i  # reST may overline the title too
+        if (
+            at + 1 < len(lines)
+            and lines[at].strip()
+            and _UNDERLINE.match(lines[at + 1])
+            and len(lines[at + 1].strip()) >= len(lines[at].strip())
+        ):
+            title, i = lines[at].strip(), at + 2
+            while i < len(lines) and not lines[i].strip():
+                i += 1  # reST's docinfo fields follow the title after a blank line
+    fields: dict[str, str] = {}
+    while title is not None and i < len(lines) and lines[i].strip():
+        f = _FIELD.match(lines[i])
+        if not f:
+            break
+        fields[f.group("name").strip()] = (f.group("value") or "").strip()
+        i += 1
+    return title, fields
+
+
+def first_title(text: str) -> str | None:
+    """The first top-level heading of a page: ``# Title``, a ``= Title`` line, or HTML's title."""
+    for line in text.splitlines():
+        m = _ATX.match(line) or _ADOC_TITLE.match(line)
+        if m:
+            return m.group("title")
+    m = _HTML_TITLE.search(text)
+    if m:
+        inner = re.sub(r"<[^>]+>", "", m.group("title"))
+        return html.unescape(" ".join(inner.split())) or None
+    return None
