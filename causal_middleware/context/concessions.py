@@ -18,7 +18,10 @@ from causal_middleware.context.text import quote
 _I = re.IGNORECASE
 
 _CONCESSION = re.compile(
-    r"^\W*(?:(?:oh|ah|apologies|sorry|my apologies|my mistake|my bad|oops)\b[,.!:;\s-]*)*"
+    # an apology may name what it is for first ("Sorry about that, you're right", "apologies for
+    # the confusion - you're correct")
+    r"^\W*(?:(?:oh|ah|apologies|sorry|my apologies|my mistake|my bad|oops)"
+    r"(?:\s+(?:about|for)\s+(?:that|this|the\s+[a-z]+(?:[\s-][a-z]+)?))?\b[,.!:;\s-]*)*"
     r"(?:"
     r"(?:you(?:'re| are)|that(?:'s| is))\s+(?:quite\s+|absolutely\s+|completely\s+|entirely\s+)?"
     r"(?:right|correct)\b(?!\s+(?:to|that you|in asking)\b)|"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from causal_middleware.context.conversation import Conversation, ConversationNode, NodeType
+from causal_middleware.context.objections import CHOICE_QUESTION
 from causal_middleware.context.replies import replies
 from causal_middleware.context.signals import Signal, SignalType
 from causal_middleware.context.statements import (
@@ -117,7 +118,11 @@ def contradictions(conversation: Conversation, found: list[Signal]) -> list[Sign
                 _ANAPHORIC_COPULA.search(sent[: sent.find(v)]) for _, v in values if v in sent
             ):
                 shape = "assertion"
+            if shape == "personal" and _CONVICTION.match(body):
+                shape = "assertion"  # "I'm pretty sure the fee is 20%": a claim about the world
             contrast = any(same_value(v, a) for _, v in values for _, a in said)
+            if shape == "personal" and asks and not contrast and not REPORTED.search(sent):
+                continue  # "I was 10 minutes late back. Can the fee come off?": the scene for a question
             terms = set(term_seq(sent))
             refers = not terms or bool(terms & answer_terms)
             stated = bool(STATEMENT.search(sent))
@@ -154,10 +159,16 @@ def contradictions(conversation: Conversation, found: list[Signal]) -> list[Sign
                 hit = _other_count(values, said)
             if hit:
                 break
+        if hit is None and CHOICE_QUESTION.search(n.content):
+            hit = _choice_against(n.content, said)
         if hit is None:
             hit = _turn_contrast(n.content, said)
         if hit is None and "?" not in n.content:
             hit = _despite(n.content, last_agent.content)
+        if hit is None:
+            hit = _echo_rejected(n.content, last_agent.content)
+        if hit is None:
+            hit = _moved_to(n.content, said)
         if hit:
             out.append(
                 Signal(
@@ -169,6 +180,89 @@ def contradictions(conversation: Conversation, found: list[Signal]) -> list[Sign
                 )
             )
     return out
+
+
+def _choice_against(text: str, said: list[tuple[str, str]]) -> tuple[str, list[str], float] | None:
+    """ "We booked around opening day, 12 December. Which one is it?": the user sets another value
+    of the kind the answer stated against it and asks which holds, a dispute of the answer's value
+    however the value is framed (a personal account, an aside)."""
+    for kind, value in find_values(text):
+        same = [v for k, v in said if k == kind]
+        if kind in CONTRADICTION_KINDS and same and not any(same_value(v, value) for v in same):
+            return value, same, 0.8
+    return None
+
+
+# A belief held now, stated as one ("I'm pretty sure ...", "I am certain that ..."): what follows is
+# the user's claim about the world, not an account of themselves.
+_CONVICTION = re.compile(
+    r"^i(?:'m|\s+am)\s+(?:pretty\s+|quite\s+|fairly\s+|very\s+|absolutely\s+|completely\s+)?"
+    r"(?:sure|certain|positive|confident)\b(?!\s+(?:if|whether|about|of|how|what|why|when|where|who)\b)",
+    _I,
+)
+
+# "..., not three." / "... - not the first." closing a sentence: the words after "not" are rejected.
+_CLOSING_NOT = re.compile(
+    r"(?:,|;|\s[-\u2013\u2014])\s*(?:and\s+|but\s+)?not\s+(?:the\s+|a\s+|an\s+)?"
+    r"(?P<x>[\w'%£$€.-]+(?:\s+[\w'%£$€.-]+){0,3}?)\s*[.!]*$",
+    _I,
+)
+_WORD = re.compile(r"[\w'%£$€.-]+")
+
+
+def _echo_rejected(text: str, answer: str) -> tuple[str, list[str], float] | None:
+    """A statement that ends by rejecting the answer's own words ("I only got two keys when I
+    joined, not three." after "... comes with three keys"): the closing "not X" names what the
+    agent said, and the clause before it puts something the answer did not say in its place. No
+    value kind is needed: the echo of the answer's words is the contrast."""
+    said = {w.lower().strip(".") for w in _WORD.findall(answer)}
+    for sent in sentences(text):
+        if "?" in sent:
+            continue
+        m = _CLOSING_NOT.search(sent.strip())
+        if m is None:
+            continue
+        rejected = [w.lower().strip(".") for w in _WORD.findall(m.group("x"))]
+        if not rejected or not all(w in said for w in rejected):
+            continue
+        if not re.search(r"(?<![\w'])" + re.escape(m.group("x").strip(" .")) + r"(?![\w'])", answer, _I):
+            continue  # the words, but not as the answer put them side by side
+        before = {w.lower().strip(".") for w in _WORD.findall(sent[: m.start()])}
+        if before - said - _FUNCTION_WORDS:
+            return m.group("x").strip(" ."), [m.group("x").strip(" .")], 0.85
+    return None
+
+
+# "They moved the classes to the second Tuesday", "it's been switched to 9am": a change of what the
+# answer stated, told by a third party's act (not "I moved ...": the user's own doing).
+_MOVED_TO = re.compile(
+    r"^(?:they|it|that|this|someone|the\s+[a-z]+(?:\s+[a-z]+)?)(?:'s|'ve|\s+have|\s+has)?(?:\s+been)?\s+"
+    r"(?:moved|switched|shifted|changed|pushed|brought|put|rescheduled|reset)\b[^.;!?]*?\bto\s+(?P<to>[^.;!?]+)",
+    _I,
+)
+
+
+def _moved_to(text: str, said: list[tuple[str, str]]) -> tuple[str, list[str], float] | None:
+    """A change of the answer's value told as an act ("They moved the classes to the second
+    Tuesday of the month." after "... the last Tuesday"): the new value is of a kind the answer
+    stated, and another. Any kind counts, weekdays too: the change verb makes it a schedule."""
+    for sent in sentences(text):
+        if "?" in sent:
+            continue
+        m = _MOVED_TO.match(LEAD_IN.sub("", expand_informal(sent).strip()))
+        if m is None:
+            continue
+        for kind, value in find_values(m.group("to")):
+            same = [v for k, v in said if k == kind]
+            if same and not any(same_value(value, v) for v in same):
+                return value, same, 0.85
+    return None
+
+
+_FUNCTION_WORDS = frozenset(
+    "i me my we our you your it its they them their he she his her a an the and or but so to of in on at "
+    "for with by from is are was were be been am do did does have has had only just".split()
+)
 
 
 # A duration that dates an event ("10 minutes ago", "3 weeks back") says when, not how long.
@@ -217,10 +311,17 @@ def _turn_contrast(text: str, said: list[tuple[str, str]]) -> tuple[str, list[st
     the question it ends with, not a request or a hypothetical), a different value of the same
     kind: "30 hours was the old rule. They changed it to 24 hours.", "the email says 5 days, why do
     you say 3 days?". The two values side by side are the contrast, whatever the wording."""
-    measured = [(k, v) for k, v in said if k in CONTRADICTION_KINDS]
+    values = find_values(text)
+    # a weekday or a quoted name counts when the turn names the answer's own one beside another
+    # ("It used to be Tuesdays but it's Thursdays now")
+    measured = [
+        (k, v)
+        for k, v in said
+        if k in CONTRADICTION_KINDS
+        or (k in ("weekday", "quoted") and any(same_value(v, t) for _, t in values))
+    ]
     if not measured:
         return None
-    values = find_values(text)
     # without the answer's own value beside it, only a source's account is a contrast ("your help
     # page says up to 2 hours, so why would I pay?")
     relayed_only = not any(same_value(v, a) for _, v in values for _, a in measured)
@@ -436,12 +537,29 @@ def _counted(text: str) -> list[tuple[str, str, int]]:
         if at < 0:
             continue
         pos = at + len(value)
+        if kind == "measure" and (lead := _RATE_HEAD.match(value)):
+            # "4 passengers per car": a rate counts its first noun
+            out.append((stem(lead.group(2).lower()).rstrip("e"), lead.group(1), at))
+            continue
         if kind != "number" or _YEAR.fullmatch(value):
             continue
         m = re.match(r"\s+([A-Za-z][a-z]{2,})\b", text[pos:])
         if m and term_seq(m.group(1)):
             out.append((stem(m.group(1).lower()).rstrip("e"), value, at))
+        elif unit := _UNIT_SYMBOL.match(text[pos:]):
+            # "2,486 m": a unit symbol too short to tell apart (metres or minutes) still names
+            # what is counted, when both texts write it after their number
+            out.append((unit.group(1), value, at))
     return out
+
+
+# A rate's head: its number and the noun it counts ("4 passengers per car").
+_RATE_HEAD = re.compile(r"(\d[\d,.]*)\s+([A-Za-z][a-z]{2,})\s+(?:per|a|an|each)\b")
+# A one- or two-letter unit symbol after a number ("m", "h", "km"), not an English word.
+_UNIT_SYMBOL = re.compile(
+    r"\s+(?!(?:a|i|am|an|as|at|be|by|do|go|he|if|in|is|it|me|my|no|of|on|or|so|to|up|us|we)\b)"
+    r"([a-z]{1,2})(?![\w'])"
+)
 
 
 def counted_nouns(text: str) -> dict[str, tuple[str, str]]:

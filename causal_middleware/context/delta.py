@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from causal_middleware.context.agent_acts import act_rule, agent_act
+from causal_middleware.context.alternatives import alternative_rule
 from causal_middleware.context.instructions import PRESCRIPTIVE, disapproved_act, instruction_from
 from causal_middleware.context.objections import (
     OWN_WORDS,
@@ -28,6 +29,7 @@ from causal_middleware.context.pushback import pushback_form
 from causal_middleware.context.text import (
     CONVERSATION_WORDS,
     MEASURED_KINDS,
+    ORDINAL_WORDS,
     contains,
     content_tokens,
     find_values,
@@ -40,6 +42,7 @@ from causal_middleware.context.text import (
     term_seq,
     value_kind,
     with_number,
+    word_number,
 )
 
 DeltaKind = Literal["value", "behaviour", "tool_error", "none"]
@@ -63,10 +66,13 @@ _EXPECTED_PHRASE = re.compile(
     r"\b(?:it's|it is|they're|they are|that's|that is|we use|it uses|you use|it's done (?:via|through|by|with)|"
     r"is now|are now|should be|changed to|moved to|updated to|switched to|it's now|now it's|we now use|"
     r"goes through|go through|done through|done via|handled by|"
-    r"(?:the|its|their)\s+[a-z]+(?:\s+[a-z]+)?\s+(?:is|are))\s+(?P<x>[^,.;!?]+?)" + _STOP,
+    r"(?:the|its|their)\s+[a-z]+(?:\s+[a-z]+){0,3}?\s+(?:is|are))\s+(?P<x>[^,.;!?]+?)" + _STOP,
     _I,
 )
 STRONG_VALUE_KINDS = MEASURED_KINDS
+# Values that are not measured but name one thing of a set: another of the same kind against the
+# answer's own is a contest of values.
+_COUNTERABLE_KINDS = ("weekday", "quoted")
 
 
 class Delta(BaseModel):
@@ -116,10 +122,12 @@ def correction_delta(
     """``(kind, expected, got, instruction)`` from a correction and the answer it corrects."""
     got: str | None = None
     got_span = ""
+    got_at = -1
     for pattern in _GOT_PATTERNS:
         m = pattern.search(correction)
         if m and not _is_judgement(m.group("y")):
             got_span = m.group("y")
+            got_at = m.start() if pattern is _GOT_PATTERNS[0] else -1
             values = find_values(got_span)
             got = values[0][1] if values else _clean(got_span)
             break
@@ -140,6 +148,17 @@ def correction_delta(
     ]
     if dated and any(value_kind(span) in STRONG_VALUE_KINDS for span in dated):
         fresh = dated
+    if fresh and got_at >= 0 and got is not None:
+        # "X, not Y": the value set right against the rejected one is the one just before it, not
+        # an earlier one of the user's own story ("I paid 80 yesterday, and the page says 90, not 120")
+        kind = value_kind(got)
+        before = [
+            (at, span)
+            for span in fresh
+            if value_kind(span) == kind and 0 <= (at := correction.rfind(span, 0, got_at)) < got_at
+        ]
+        if before:
+            fresh = [max(before)[1]] + [span for span in fresh if span != max(before)[1]]
     if fresh:
         expected = fresh[0]
         if got is None and restated and value_kind(restated[0]) == value_kind(expected):
@@ -152,6 +171,10 @@ def correction_delta(
             if phrase and not _is_judgement(phrase) and (not got or normalize(phrase) != normalize(got)):
                 expected = phrase
                 break
+    if expected is None and got is not None:
+        # "I only got two keys, not three": the rejected word's counterpart, a word of its own form
+        # (a number word for a number word) elsewhere in the turn, is what it should have been
+        expected = _counterpart(correction, got, got_span)
     recount = _recounted(correction, answer)
     if recount is not None:
         # "your colleague said you'd do up to 3 attempts" after "no more than 5 attempts": another
@@ -162,7 +185,7 @@ def correction_delta(
         return "behaviour", correction.strip(), None, act
     # After "I couldn't find anything on X", a value the user gives is the missing answer, whoever
     # they say told them ("the person at the desk told me it's 3 instalments"): no objection.
-    supplied = expected is not None and answer is not None and _reports_absence(answer)
+    supplied = expected is not None and answer is not None and reports_absence(answer)
     # "2 miles, not 1 mile" against an answer that said 1 mile: the value the answer gave, rejected
     # by name, with its replacement: a value correction however the user frames it
     rejected = got is not None and expected is not None and any(same_value(got, v) for v in said)
@@ -188,9 +211,20 @@ def correction_delta(
             and content_tokens(counted.group("noun"))
         ):
             expected = f"{expected} {counted.group('noun')}"
+    # "The newsletter says it opens on Wednesday" after "... every Monday": a value of the very kind
+    # the answer stated (a weekday, a quoted name), another one; the answer's value is what is
+    # disputed, not how the agent behaved
+    # (a rule spoken beside it, "you can't promise that", makes the value an outcome it cites)
+    countered = (
+        m is None
+        and expected is not None
+        and value_kind(expected) in _COUNTERABLE_KINDS
+        and any(k == value_kind(expected) and not same_value(v, expected) for k, v in find_values(answer))
+    ) or (m is None and expected is not None and _same_label(expected, correction, answer or ""))
     if (
         not supplied
         and not rejected
+        and not countered
         and (expected is None or value_kind(expected) not in STRONG_VALUE_KINDS)
         and (
             any(behavioural_objection(sent) or prior_belief(sent) for sent in sentences(correction))
@@ -207,6 +241,11 @@ def correction_delta(
         # "you can just tell me that?", "I said I don't see the point": no value to set right, the
         # objection is to how the agent handled the turn
         return "behaviour", correction.strip(), None, instruction_from(correction)
+    choice = alternative_rule(correction, answer) if expected is None else None
+    if choice is not None:
+        # "Is that per person or per group?" after "... per person": no value to set right, the answer left
+        # open what it meant; how it was stated is the behaviour to change
+        return "behaviour", correction.strip(), None, choice
     if expected is None:
         act = agent_act(answer or "")
         if act is not None:
@@ -250,7 +289,58 @@ def correction_delta(
                 if same
                 else (other[0] if kind in STRONG_VALUE_KINDS and len(other) == 1 else None)
             )
+    if got is not None and answer and value_kind(expected) in STRONG_VALUE_KINDS:
+        got = _completed(got, expected, answer)
     return "value", expected, got, None
+
+
+def _completed(got: str, expected: str, answer: str) -> str:
+    """An elliptical rejected value read whole from the answer: "not the second" after "in the second
+    week" is "second week", so it is compared with "fourth week" in kind."""
+    kind = value_kind(expected)
+    if value_kind(got) == kind:
+        return got
+    whole = [
+        span
+        for k, span in find_values(answer)
+        if k == kind and re.match(re.escape(got) + r"(?![\w])", span, _I) and not same_value(span, expected)
+    ]
+    return whole[0] if len(whole) == 1 else got
+
+
+def _word_form(word: str) -> str | None:
+    w = word.lower()
+    if word_number(w) is not None:
+        return "number"
+    if w in ORDINAL_WORDS:
+        return "ordinal"
+    return None
+
+
+def _counterpart(correction: str, got: str, got_span: str) -> str | None:
+    """The one word of the rejected word's form (number word, ordinal word) elsewhere in the
+    correction, with another value: "two" in "I only got two keys when I joined, not three"."""
+    form = _word_form(got)
+    if form is None:
+        return None
+    rest = correction.replace(got_span, " ", 1) if got_span else correction
+    words = {w for w in re.findall(r"[A-Za-z]+(?:-[A-Za-z]+)?", rest) if w.lower() != got.lower()}
+    found = [w for w in words if _word_form(w) == form]
+    return found[0] if len(found) == 1 else None
+
+
+def _same_label(expected: str, correction: str, answer: str) -> bool:
+    """A bare number the correction labels with the word the answer put before its own, other,
+    number ("size 38" against "up to size 36"): the same attribute, another value of it."""
+    if value_kind(expected) != "number":
+        return False
+    m = re.search(r"\b([A-Za-z]{2,})\s+" + re.escape(expected) + r"(?![\w.,]?\d)", correction)
+    if m is None or not term_seq(m.group(1)):
+        return False
+    return any(
+        not same_value(n.group(1), expected)
+        for n in re.finditer(rf"\b{re.escape(m.group(1))}\s+(\d[\d,.]*\d|\d)(?![\w.,]?\d)", answer, _I)
+    )
 
 
 def _recounted(correction: str, answer: str | None) -> tuple[str, str] | None:
@@ -325,7 +415,7 @@ def _contested(expected: str, same: list[str], answer: str | None, correction: s
     return min(tied, key=distance)
 
 
-def _reports_absence(answer: str) -> bool:
+def reports_absence(answer: str) -> bool:
     """The answer says it found nothing and states no measured value of its own."""
     from causal_middleware.context.absence import AGENT_FAILED
 

@@ -16,6 +16,7 @@ from typing import Literal
 from langchain_core.language_models import BaseChatModel
 
 from causal_middleware.context.absence import supplied_answers
+from causal_middleware.context.alternatives import asked_alternatives
 from causal_middleware.context.concessions import conceded_corrections
 from causal_middleware.context.contradictions import contradictions
 from causal_middleware.context.conversation import Conversation, ConversationNode, NodeType
@@ -89,6 +90,7 @@ def detect_offline(conversation: Conversation) -> Detection:
     signals += restated_requirement(conversation, signals)
     signals = _repaired_questions(conversation, signals)
     signals += conceded_corrections(conversation, signals)
+    signals += asked_alternatives(conversation, signals)
     signals += _tool_errors(conversation)
     signals += _repetitions(user_nodes)
     signals += _drift(conversation)

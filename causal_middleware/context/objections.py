@@ -165,6 +165,8 @@ _NOW = re.compile(r"\bnow\b", _I)
 _CHOICE_QUESTION = re.compile(
     r"\b(?:which|who)(?:'s|\s+is|\s+one\s+is|\s+one's)\s+(?:it|right|true|correct|wrong)\b", _I
 )
+CHOICE_QUESTION = _CHOICE_QUESTION
+
 # What someone other than the user or the agent said ("my neighbour said ...", "the sign says ...").
 _RELAYED = re.compile(
     r"(?P<before>(?:\S+\s+){0,2})(?:said|says|say|told me|tells me|claims?|claimed|mentioned)\b",

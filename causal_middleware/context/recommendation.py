@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from causal_middleware.context.explorer import ToolCall
-from causal_middleware.context.text import normalize, sentences, term_set
+from causal_middleware.context.text import contains, normalize, sentences, term_set
 
 
 class Operation(StrEnum):
@@ -57,7 +57,8 @@ class Recommendation(BaseModel):
     dimensions: Dimensions = Field(default_factory=Dimensions)
     rationale: str = ""
     root_node_id: str | None = None
-    mode: Literal["explore", "passive"] = "explore"
+    # how it was made: the offline recommender exploring the workspace or not, or the LLM form
+    mode: Literal["explore", "passive", "llm"] = "explore"
     exploration: list[ToolCall] = Field(default_factory=list)
     calls: int = Field(default=0, description="workspace tool calls made while exploring")
     base_text: str | None = Field(default=None, description="the target file before the change")
@@ -122,7 +123,8 @@ def claim_sentence(text: str, value: str) -> str | None:
     needle = normalize(value)
     # a hard-wrapped paragraph ("... free of\ncharge up to 48 hours ...") is one run of sentences
     text = _WRAPPED.sub(" ", text)
+    # on token boundaries: "6" is not stated by a "2026-08-19" header line
     for s in sentences(text):
-        if needle and needle in normalize(s):
+        if needle and needle in normalize(s) and contains(s, value):
             return s
     return None

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from causal_middleware.context.authority import AuthorityDecision, SourceInfo, resolve_authority
 from causal_middleware.context.conversation import Conversation, NodeType
-from causal_middleware.context.delta import Delta, claimed_subject
+from causal_middleware.context.delta import Delta, claimed_subject, reports_absence
 from causal_middleware.context.explorer import WorkspaceExplorer
 from causal_middleware.context.recommendation import (
     Classification,
@@ -63,6 +63,7 @@ SAME_CLAIM = 0.6  # Jaccard of two sentences' words (values removed): the same c
 RELEVANT = 0.5  # relevance() of a sentence to what the user asked about
 DUPLICATE_TITLE = 0.5  # Jaccard of titles: two entries on the same topic
 INSTRUCTION_PRESENT = 0.6  # share of an instruction's words already in the system prompt
+MIN_RULE_TERMS = 2  # content words a rule needs before the prompt can be said to state it
 _DROP = {stem(w) for w in CONVERSATION_WORDS}
 _DELETE_CONFIDENCE = {"supersession": 0.9, "status": 0.9, "hierarchy": 0.8, "recency": 0.75, "ownership": 0.7}
 
@@ -193,6 +194,11 @@ class _Recommender:
     # --- system prompt --------------------------------------------------------------------
     def _system_prompt(self) -> Recommendation:
         instruction = (self.delta.instruction or self.delta.expected or "").strip()
+        # A rule of one content word ("Do not say yes.", from "why did you say yes?") names no
+        # subject: it cannot be matched against the prompt's lines, and is tied to the question.
+        weak = len(term_set(instruction, drop=())) < MIN_RULE_TERMS
+        if weak and instruction and self.question:
+            instruction = f'{instruction.rstrip(".")} when asked "{quote(self.question)}"'
         path = self.ws.system_prompt_path
         if self.explore:
             prompt = self.ex.read_system_prompt()
@@ -207,7 +213,7 @@ class _Recommender:
             skills, hits = [], []
         current = self._current(path)
         instr_terms = term_set(instruction) - _DROP
-        present = prompt is not None and _states(prompt, instruction)
+        present = prompt is not None and not weak and _states(prompt, instruction)
         covering_skill = next(
             (
                 s["path"]
@@ -456,10 +462,15 @@ class _Recommender:
                 # The user's own value, stated by one entry only, in a sentence that shares half of
                 # what they call the thing ("order cakes 3 days before" for "the cake order notice"):
                 # that entry is where the answer was.
+                # An entry the agent was shown for the question and reported nothing from is,
+                # on a partial match alone, about something else ("the yearly fee" page, shown
+                # for "the lost-key fee", stating the same amount by chance).
+                shown = self._shown_and_passed_over()
                 stating = [
                     h.path
                     for h in hits
                     if h.path != r_path
+                    and h.path not in shown
                     and contains(h.content, expected)
                     and self._partly_about(h.content, expected)
                 ]
@@ -590,6 +601,16 @@ class _Recommender:
         # sentence words it otherwise ("each file can be at most 10 MB" for "the upload size limit").
         labels = term_set(" ".join(_labels(meta))) - _DROP
         return len(self.subject & labels) >= 2 and len(self.subject & labels) * 2 >= len(self.subject)
+
+    def _shown_and_passed_over(self) -> set[str]:
+        """The documents of the root retrieval when the answer it led to reported finding nothing."""
+        if self.root is None or self.root.type != NodeType.KB_RETRIEVAL:
+            return set()
+        target = self.delta.target_node_id
+        answer = self.conv.node(target).content if target else ""
+        if not answer or not reports_absence(answer):
+            return set()
+        return {d.path for d in self.root.documents if d.path}
 
     def _partly_about(self, text: str, value: str) -> bool:
         """Whether the sentence stating ``value``, with its page's title and index words, shares

@@ -291,7 +291,7 @@ def _build(
         confidence=float(confidence),
         rationale=rationale,
         root_node_id=diagnosis.root_node_id,
-        mode="explore",
+        mode="llm",
         exploration=calls,
         calls=len(calls),
         base_text=before,
@@ -369,7 +369,7 @@ def _no_action(
         confidence=confidence,
         rationale=rationale,
         root_node_id=diagnosis.root_node_id,
-        mode="explore",
+        mode="llm",
         exploration=calls,
         calls=len(calls),
     )

@@ -30,7 +30,7 @@ from causal_middleware.context.conversation import (
     ConversationNode,
     NodeType,
 )
-from causal_middleware.context.delta import Delta
+from causal_middleware.context.delta import Delta, reports_absence
 from causal_middleware.context.detector import detect_offline
 from causal_middleware.context.failure import FailurePoint, locate_failure
 from causal_middleware.context.signals import Detection
@@ -320,10 +320,18 @@ def _holistic(conversation: Conversation, fp: FailurePoint) -> ContextDiagnosis:
         for node in reversed(nodes):
             if not carries(node, got):
                 continue
+            if (
+                delta.kind == "tool_error"
+                and node.type in CONTEXT_NODE_TYPES
+                and not _names_argument(node, fp.anchor, got)
+            ):
+                continue  # the rejected literal as a plain word ("new members are welcome ..."), not as the argument
             rel, path = (
                 claim_relevance(node, got, subject) if node.type != NodeType.TOOL_CALL else (1.0, node.source)
             )
             if node.type in CONTEXT_NODE_TYPES:
+                if node.id not in in_seg and rel < RELEVANCE_MIN and _recalled(node, nodes, in_seg):
+                    rel = RELEVANCE_MIN  # the agent named the page it answered from: it is about this
                 if node.id in in_seg or rel >= RELEVANCE_MIN:
                     weights[node.id] = (0.3, "carries the wrong value")
                     root, root_rel, root_path = node, rel, path or node.source
@@ -422,6 +430,9 @@ def _root_without_value(
                     return n, None, path or n.source, "the right content was in the context"
     retrievals = [n for n in seg_nodes if n.type == NodeType.KB_RETRIEVAL]
     relevant = [n for n in retrievals if not subject or relevance(subject, n.content) > 0] or retrievals
+    named = _searched_for_absence(retrievals, fp.target)
+    if named is not None:
+        relevant = [named]
     if relevant:
         return (
             relevant[0],
@@ -446,6 +457,72 @@ def _root_without_value(
         system.source if system else None,
         "fallback",
     )
+
+
+def _searched_for_absence(
+    retrievals: list[ConversationNode], target: ConversationNode | None
+) -> ConversationNode | None:
+    """The search an answer that reports finding nothing was about: its absence report names what
+    was looked for ("I don't have information on X"), so the search whose query is most about that
+    answer, when one is clearly more so than the others (a segment can hold several questions'
+    searches)."""
+    if target is None or len(retrievals) < 2 or not reports_absence(target.content):
+        return None
+    scored = sorted(
+        ((relevance(_query_text(n.content), target.content), i) for i, n in enumerate(retrievals)),
+        reverse=True,
+    )
+    (best, i), (second, _) = scored[0], scored[1]
+    return retrievals[i] if best >= RELEVANCE_MIN and best > second else None
+
+
+def _recalled(node: ConversationNode, nodes: list[ConversationNode], in_seg: set[str]) -> bool:
+    """Whether the agent, in the failing question, names a document this earlier retrieval brought
+    in ("The Opening hours page I retrieved earlier covers this."): it answered from it."""
+    titles = [d.title for d in node.documents if d.title and len(d.title.split()) >= 2]
+    said = [n.content for n in nodes if n.id in in_seg and n.type in (NodeType.REASONING, NodeType.AGENT)]
+    return any(
+        re.search(r"(?<![\w])" + re.escape(t) + r"(?![\w])", x, re.IGNORECASE) for t in titles for x in said
+    )
+
+
+def _names_argument(node: ConversationNode, call: ConversationNode, value: str) -> bool:
+    """Whether a context node that carries a rejected argument value gives it as that argument: it
+    names the argument the call sent it in ("member_type", "member type") or the tool. A call whose
+    arguments do not hold the value names nothing to check, and any carrier counts."""
+    try:
+        args = json.loads(call.content or "")
+    except ValueError:
+        return True
+    if not isinstance(args, dict):
+        return True
+    if any(str(k).lower() == value.lower() for k in args):
+        # a rejected argument name: given as a name (quoted, "name:", "name=") or beside the tool
+        named = r"[`'\"]" + re.escape(value) + r"[`'\"]|(?<![\w])" + re.escape(value) + r"\s*[:=]"
+        return bool(re.search(named, node.text, re.IGNORECASE)) or bool(
+            call.name and re.search(r"(?<![\w])" + re.escape(call.name) + r"(?![\w])", node.text)
+        )
+    keys = [
+        str(k)
+        for k, v in args.items()
+        if isinstance(v, str | int | float) and str(v).lower() == value.lower()
+    ]
+    if not keys:
+        return True
+    names = [*keys, *(k.replace("_", " ").replace("-", " ") for k in keys), call.name or ""]
+    text = node.text
+    return any(n and re.search(r"(?<![\w])" + re.escape(n) + r"(?![\w])", text, re.IGNORECASE) for n in names)
+
+
+def _query_text(content: str) -> str:
+    """A retrieval's query words: the string values of its JSON arguments, else its content."""
+    try:
+        data = json.loads(content or "")
+    except ValueError:
+        return content or ""
+    if isinstance(data, dict):
+        return " ".join(str(v) for v in data.values() if isinstance(v, str))
+    return data if isinstance(data, str) else content
 
 
 # --- iterative baseline -----------------------------------------------------------------------

@@ -17,7 +17,14 @@ _CHALLENGE = (
     r"\byou\s+(?:just\s+|really\s+|simply\s+)?(?:can't|cannot|can not|couldn't|mustn't|won't|shouldn't)\s+(?!help\b)\w+|"
     r"\b(?:shouldn't|couldn't|can't|wouldn't|didn't|weren't)\s+you\s+\w+|"
     r"\b(?:how|why)\s+(?:can|could|would|did|do)\s+you\s+(?:even\s+|really\s+|possibly\s+|actually\s+)?"
-    r"(?!help\b|tell\b|explain\b)\w+\s+(?:that|this|it|something|anything)\b"
+    r"(?!help\b|tell\b|explain\b)\w+\s+(?:that|this|it|something|anything|yes|no|so)\b|"
+    # "why did you promise me a refund?": what the agent did to the user, asked back
+    r"\bwhy\s+did\s+you\s+(?!help\b|tell\b|explain\b|ask\b)\w+\s+(?:me|us)\b"
+)
+
+_UNMET_CONDITION = (
+    r"\byou(?:'ve| have)?\s+(?:just\s+|already\s+|actually\s+)?[a-z]+(?:ed|wn|ne|ent|ave|ook)\b"
+    r"[^.;!?]*\bwithout\b[^.;!?]*\?"
 )
 
 # (pattern, confidence). The first match per family counts; confidence is the strongest match.
@@ -94,6 +101,9 @@ CORRECTION_PATTERNS: tuple[tuple[re.Pattern[str], float], ...] = tuple(
         # rhetorical "how can you ...". Requests ("can you ...") are not challenges.
         (_DISAPPROVAL, 0.85),
         (_CHALLENGE, 0.8),
+        # the agent's act asked back with the condition it skipped ("You booked it without my
+        # signature?"): a reproach, not a question
+        (_UNMET_CONDITION, 0.8),
         (r"\b(?:wrong|incorrect|mistaken|inaccurate|false)\b", 0.7),
         (
             r"^\s*(?:no|nope|nah)\b[,.!]+\s+(?!thanks|thank|worries|problem|need|that's (?:all|it|fine|great|right|correct|everything)|"

@@ -192,6 +192,7 @@ _NUMBER = (
 # business day". Compared by rank and unit ("second week" is "2nd week").
 _ORDINAL_WORDS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
                   "tenth", "eleventh", "twelfth")  # fmt: skip
+ORDINAL_WORDS = frozenset(_ORDINAL_WORDS)
 _ORDINAL_UNITS = (
     r"(?:day|week|month|term|semester|quarter|year|session|lesson|class|instalment|installment|payment)"
 )

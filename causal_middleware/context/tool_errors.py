@@ -139,12 +139,14 @@ def _argument_fault(data: Any, text: str, args_text: str) -> tuple[str | None, s
     keys = {str(k) for k in sent}
     items = _error_items(data) if data is not None else []
     # and what each sentence of its text says of the arguments it names
-    for sentence in re.split(r"(?<=[.;!])\s+|\n+", text):
+    # (a parenthesised aside is a clause of its own: "invalid T.a: value is required (unknown field
+    # "b")" says one thing of each name)
+    for sentence in re.split(r"(?<=[.;!])\s+|\n+|\s*[()]\s*", text):
         named = [k for k in keys if _names(sentence, k)]
         if _UNEXPECTED.search(sentence) and len(named) == 1:
             items.append((named[0], sentence))
         elif _MISSING.search(sentence) and not _UNEXPECTED.search(sentence):
-            items += [(n, sentence) for n in _CODE_NAME.findall(sentence) if n not in keys]
+            items += [(n, sentence) for n in map(_field_of, _CODE_NAME.findall(sentence)) if n not in keys]
     folded = {k.casefold() for k in keys}
     for m in _RECOVERY.finditer(text):
         # "Recovery: Specify a_b and C, then try again": the argument names the fix tells the
@@ -161,6 +163,17 @@ def _argument_fault(data: Any, text: str, args_text: str) -> tuple[str | None, s
     missing.discard(got or "")
     expected = next(iter(missing)) if len(missing) == 1 else None
     return expected, got
+
+
+# A field qualified by the message or type it belongs to ("RefundRequest.card_uid", how protobuf
+# validators and schema tools name a field): the type's name starts with a capital letter.
+_QUALIFIED_FIELD = re.compile(r"(?:[A-Z][A-Za-z0-9]*\.)+(?P<field>[A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _field_of(name: str) -> str:
+    """The field a qualified name names ("Request.card_uid" -> "card_uid"); other names as they are."""
+    m = _QUALIFIED_FIELD.fullmatch(name)
+    return m.group("field") if m else name
 
 
 def tool_error_delta(output: str, args_text: str = "") -> tuple[str | None, str | None]:
@@ -417,8 +430,21 @@ def allowed_values(output: str) -> list[str]:
                 out = list(dict.fromkeys(parts))
                 break
     if not out:
+        # "value must be in list [A B C]": a set printed in brackets, space-separated (how Go
+        # prints a slice, and so how protobuf validators list the allowed values)
+        in_list = _IN_LIST.search(text)
+        if in_list:
+            parts = [p.strip("'\"`") for p in re.split(r"[,\s]+", in_list.group("list")) if p.strip("'\"`")]
+            if len(parts) >= 2 and all(_IDENTIFIER.fullmatch(p) for p in parts):
+                out = list(dict.fromkeys(parts))
+    if not out:
         out = enumeration(text)
     return out
+
+
+_IN_LIST = re.compile(
+    r"\b(?:in|one of)\s+(?:the\s+)?(?:list|set|values)?\s*:?\s*\[(?P<list>[^\[\]\n]+)\]", _I
+)
 
 
 def _items(part: str) -> list[str]:

@@ -197,6 +197,14 @@ class BackgroundWriter:
         with self._cond:
             return self._pending[key] > 0
 
+    def held(self, key: str) -> list[Any]:
+        """The payloads of ``key`` still queued or being written, oldest first (empty when none):
+        what a reader may build a run from instead of waiting for its write."""
+        with self._cond:
+            if not self._pending.get(key):
+                return []
+            return [i.payload for i in (*self._inflight, *self._queue) if i.key == key]
+
     @property
     def backlog(self) -> int:
         """Items queued or being written."""

@@ -567,6 +567,7 @@ class PostgresSpanStore(SpanStore):
             )
 
     def read_health(self) -> dict[str, int]:
+        self._await_pending()  # the counters ride with the runs still queued
         with self._reading("reading health counters") as conn:
             rows = conn.execute(f"SELECT key, value FROM {self._s}.meta ORDER BY key").fetchall()
         return {row[0]: int(row[1]) for row in rows}

@@ -69,6 +69,7 @@ from causal_middleware.store._common import (
     dumps,
     effective_summary,
     encode_payload,
+    needs_stitching,
     normalize_outcome,
     overlay,
     read_trajectory,
@@ -100,6 +101,7 @@ from causal_middleware.store.base import (
     StoreReadOnlyError,
     match_run_prefix,
 )
+from causal_middleware.store.stitch import lent_parent, stitch_from_store
 
 SCHEMA_VERSION = 2
 _WRITTEN_RUNS = 32  # just-written runs kept for reading back without the file
@@ -410,6 +412,8 @@ class SqliteSpanStore(SpanStore):
     background_writes: ClassVar[bool] = True
     # its background writer also writes annotations queued behind a run's spans (see annotate)
     queued_annotations: ClassVar[bool] = True
+    #: build a run the writer still holds whole from what it holds, not waiting for its write
+    read_queued: bool = True
 
     def __init__(
         self,
@@ -730,6 +734,7 @@ class SqliteSpanStore(SpanStore):
             health.count("store.annotations_unknown_run", len(unknown))
 
     def read_health(self) -> dict[str, int]:
+        self._await_pending()  # the counters ride with the runs still queued
         with self._lock, self._reading("reading health counters"):
             if not self._conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
@@ -1167,6 +1172,9 @@ class SqliteSpanStore(SpanStore):
         return Annotations.model_validate_json(row["annotations"])
 
     def get_trajectory(self, run_id: str) -> Trajectory:
+        queued = self._from_writer(run_id) if self.read_queued else None
+        if queued is not None:
+            return queued
         self._await_pending(run_id)
         with self._lock, self._reading(f"reading run {run_id}"):
             row = self._conn.execute(
@@ -1185,6 +1193,60 @@ class SqliteSpanStore(SpanStore):
         return read_trajectory(
             self._cache, run_id, version, build, self._ancestor_versions, self.get_trajectory
         )
+
+    def _from_writer(self, run_id: str) -> Trajectory | None:
+        """A run this process's background writer still holds whole (its spans in one hand-over,
+        with any annotations queued behind them) and the file holds nothing of yet, built from what
+        the writer holds instead of waiting for its transaction: the trajectory the file will give
+        (``tests/store/test_read_queued.py``). Not cached (its row's version is not known yet); the
+        first read after the write is built from the records written. None: read the file."""
+        payloads: list[Any] = []
+        for writer in writers_for(self.pending_key()):
+            payloads = writer.held(run_id)
+            if payloads:
+                break
+        runs = [p for p in payloads if not isinstance(p, QueuedAnnotation)]
+        if len(runs) != 1 or not isinstance(runs[0], Sequence):
+            return None  # nothing held, or a run handed over in parts: the file has the rest
+        with self._lock, self._reading(f"reading run {run_id}"):
+            if self._conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None:
+                return None
+        try:
+            records = [SpanRecord.from_readable(span) for span in runs[0]]
+        except Exception:  # not OTel spans: the writer's sink knows them, this reader does not
+            return None
+        spans: list[SpanRecord] = []
+        facts: dict[str, SpanFacts] = {}
+        for record in records:
+            again = reread(record)
+            if again is None or again.trace_id != run_id:
+                return None
+            spans.append(again)
+            facts[record.span_id] = span_facts(record)
+        if len(facts) != len(spans):
+            return None  # a span id twice: the file keeps the last, read it there
+        spans.sort(key=lambda r: (r.start_time_ns, r.span_id))  # the rows' order
+        annotations = Annotations()
+        for item in payloads:
+            if isinstance(item, QueuedAnnotation):
+                annotations = annotations.merged(
+                    outcome=item.outcome, reference=item.reference, labels=item.labels, lineage=item.lineage
+                )
+        own = overlay(build_trajectory(spans, run_id=run_id, facts=facts), annotations)
+        if not needs_stitching(own):
+            return own
+        assert own.lineage is not None
+        parent_id = own.lineage.parent_run_id
+        lent = lent_parent(parent_id)
+        if lent is not None and not self._cache.was_issued(
+            lent, parent_id, self._ancestor_versions(run_id, parent_id)
+        ):
+            lent = None
+
+        def reader(wanted: str) -> Trajectory:
+            return lent if lent is not None and wanted == parent_id else self.get_trajectory(wanted)
+
+        return stitch_from_store(reader, own)
 
     def _just_written(
         self, run_id: str, version: int

@@ -58,6 +58,9 @@ class GraphInfo:
     # every conditional edge's (source node, router name); None when the graph is unknown
     routers: frozenset[tuple[str, str]] | None = None
     node_names: frozenset[str] = frozenset()
+    # source node -> the name a router without one of its own reports from sync code
+    # (``get_name()``): LangGraph's async path reports ``self.name``, i.e. None, for the same router
+    unnamed_routers: dict[str, str] = field(default_factory=dict)
 
 
 def _functions_refs(fn: Any, depth: int) -> Iterator[Any]:
@@ -200,6 +203,20 @@ def _routers(graph: Pregel[Any, Any, Any, Any]) -> frozenset[tuple[str, str]]:
     return frozenset(found)
 
 
+def _unnamed_routers(graph: Pregel[Any, Any, Any, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for src, branches in (getattr(getattr(graph, "builder", None), "branches", None) or {}).items():
+        for spec in branches.values():
+            path = getattr(spec, "path", None)
+            if isinstance(path, Runnable) and not getattr(path, "name", None):
+                out.setdefault(src, str(path.get_name()))
+    for node in graph.nodes.values():
+        if isinstance(node.bound, Pregel):
+            for src, name in _unnamed_routers(node.bound).items():
+                out.setdefault(src, name)
+    return out
+
+
 def _router_ends(graph: Pregel[Any, Any, Any, Any]) -> dict[tuple[str, str], dict[str, str]]:
     out: dict[tuple[str, str], dict[str, str]] = {}
     for src, branches in (getattr(getattr(graph, "builder", None), "branches", None) or {}).items():
@@ -274,4 +291,5 @@ def analyze_graph(
         router_ends=_router_ends(graph),
         routers=_routers(graph) if getattr(graph, "builder", None) is not None else None,
         node_names=names,
+        unnamed_routers=_unnamed_routers(graph),
     )

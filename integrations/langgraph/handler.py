@@ -341,13 +341,19 @@ class CausalCallbackHandler(BaseCallbackHandler):
             elif (
                 parent.kind in ("node", "hidden")
                 and _is_router(tags)
-                and self._known_router(md, kwargs.get("name"))
+                and self._known_router(md, name := self._router_name(md, kwargs.get("name")))
             ):
-                self._start_decision(run_id, parent, md, kwargs.get("name") or "route")
+                self._start_decision(run_id, parent, md, name or "route")
             else:
                 self._register(run_id, _Entry("chain", None, parent.ctx, parent.run, parent.node))
         except Exception as exc:  # fail-open: never reaches the agent
             health.record_error("handler.on_chain_start", exc)
+
+    def _router_name(self, md: Mapping[str, Any], name: str | None) -> str | None:
+        """The router's name as sync code reports it (async code reports None for an unnamed one)."""
+        if name is not None:
+            return name
+        return self.info.unnamed_routers.get(str(md.get("langgraph_node", "")))
 
     def _known_router(self, md: Mapping[str, Any], name: str | None) -> bool:
         """With the graph known, only its conditional edges' routers are decisions (a node whose

@@ -68,3 +68,37 @@ def test_human_output_and_errors(tmp_path, capsys) -> None:
     assert "unknown session 'no-such-session'" in capsys.readouterr().err
     assert main(["context", "apply", "rec-nope", "--workspace", str(tmp_path), "--store", store]) == 2
     assert main(["context", "detect", "x", "--store", str(tmp_path / "missing.db")]) == 2
+
+
+def test_simulate_names_the_checks_a_set_fails(tmp_path, capsys, monkeypatch) -> None:
+    """A kit author sees which check failed and on which session, not only 'FAILED'."""
+    from benchmarks.context.simulation import verification
+
+    real = verification.verify_benchmark
+
+    def failing(bench):
+        report = real(bench)
+        check = report.checks["tool_output_equals_source"]
+        check.failed, check.failures = 1, ["finance-s0-000: n3 output differs from kb/fees/x.md"]
+        return report
+
+    monkeypatch.setattr(verification, "verify_benchmark", failing)
+    argv = [
+        "context",
+        "simulate",
+        "--n-dissatisfied",
+        "2",
+        "--n-control",
+        "0",
+        "--store",
+        str(tmp_path / "r.db"),
+    ]
+    out = run_json(capsys, *argv)
+    assert not out["verification_ok"]
+    assert out["verification_failures"] == {
+        "tool_output_equals_source": ["finance-s0-000: n3 output differs from kb/fees/x.md"]
+    }
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "verification FAILED" in printed
+    assert "tool_output_equals_source failed (1): finance-s0-000: n3 output differs" in printed

@@ -97,3 +97,78 @@ def test_human_output_and_a_config_passed_from_elsewhere(recorded, tmp_path: Pat
     rid = out.split()[1].rstrip(":")
     assert main(["context", "apply", rid, *argv, "--confirm"]) == 0
     assert "30 days" in (root / STALE_PAGE).read_text() and any((root / BACKUP_DIR).iterdir())
+
+
+JUDGE = """
+import json
+from causal_middleware.testing.models import RecordingChatModel
+
+REPLIES = json.loads({replies!r})
+JUDGE = RecordingChatModel(replies=REPLIES)
+"""
+
+
+def test_recommend_with_an_llm_spec_runs_the_llm_forms(recorded, tmp_path: Path, capsys) -> None:
+    """``--llm SPEC``: detector, root cause and recommender use that chat model (here a scripted
+    one, loaded by ``file.py:attr``); the fix is the model's, checked against the workspace."""
+    root, db = recorded
+    store, ws = str(db), str(root)
+    offline = run_json(capsys, "context", "diagnose", "acme-refund-1", "--store", store, "--workspace", ws)
+    found = run_json(capsys, "context", "detect", "acme-refund-1", "--store", store, "--workspace", ws)
+    first = found["signals"][0]
+    signal = {k: first[k] for k in ("type", "turn", "node_id", "evidence", "confidence")}
+    root_cause = {
+        "expected": "30 days",
+        "got": "14 days",
+        "root_node_id": offline["root_node_id"],
+        "category": "KB_CONTENT_STALE",
+        "component_path": STALE_PAGE,
+        "attributions": {offline["root_node_id"]: 1.0},
+    }
+    fix = {
+        "operation": "UPDATE",
+        "target_path": STALE_PAGE,
+        "new_path": None,
+        "old_text": "within 14 days",
+        "new_text": "within 30 days",
+        "confidence": 0.7,
+        "rationale": "the page states the old window",
+    }
+    replies = json.dumps([json.dumps({"signals": [signal]}), json.dumps(root_cause), json.dumps(fix)])
+    (tmp_path / "judge_update.py").write_text(JUDGE.format(replies=replies))
+    spec = f"{tmp_path / 'judge_update.py'}:JUDGE"
+    rec = run_json(
+        capsys, "context", "recommend", "acme-refund-1", "--store", store, "--workspace", ws, "--llm", spec
+    )
+    assert rec["rationale"].startswith("LLM recommender:") and rec["mode"] == "llm"
+    assert rec["operation"] == "UPDATE" and rec["target_path"] == STALE_PAGE
+    assert "+Refunds can be requested within 30 days of purchase." in rec["diff"]
+    # a reply naming a file it was not shown is refused with one line, nothing stored
+    fix["target_path"] = "agent/system.txt"
+    fix["operation"] = "DELETE"
+    replies = json.dumps([json.dumps({"signals": [signal]}), json.dumps(root_cause), json.dumps(fix)])
+    (tmp_path / "judge_delete.py").write_text(JUDGE.format(replies=replies))
+    spec = f"{tmp_path / 'judge_delete.py'}:JUDGE"
+    argv = ["context", "recommend", "acme-refund-1", "--store", store, "--workspace", ws, "--llm", spec]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("causal-mw: error: recommender:") and "\n" not in err
+    assert "agent/system.txt" in err
+    assert (
+        main(
+            [
+                "context",
+                "recommend",
+                "acme-refund-1",
+                "--store",
+                store,
+                "--workspace",
+                ws,
+                "--llm",
+                spec,
+                "--passive",
+            ]
+        )
+        == 2
+    )
+    assert "--passive" in capsys.readouterr().err

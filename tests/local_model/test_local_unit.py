@@ -301,11 +301,36 @@ def test_installer_bad_models_argument_is_one_line_exit_2(capsys):
     assert err.startswith("error: --models: unknown ['gpt-5']") and "\n" not in err
 
 
-def test_installer_cmake_flags_turn_amx_off_and_native_off():
-    flags = install.CMAKE_ARGS.split()
-    assert "-DGGML_NATIVE=OFF" in flags
-    assert {"-DGGML_AMX_TILE=OFF", "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF"} <= set(flags)
-    assert "-DGGML_AVX512=ON" in flags
+AVX512_HOST = "flags\t\t: fpu sse avx avx2 fma f16c bmi2 avx512f avx512cd avx512vl avx512dq avx512bw avx512_vnni amx_tile\n"
+AVX2_HOST = "processor\t: 0\nflags\t\t: fpu sse avx avx2 fma f16c bmi2\n"
+
+
+def test_installer_cmake_flags_follow_the_host_cpu_and_never_enable_amx():
+    amx_off = {"-DGGML_AMX_TILE=OFF", "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF"}
+    big = install.cmake_args(install.host_cpu_flags(AVX512_HOST)).split()
+    assert "-DGGML_NATIVE=OFF" in big and amx_off <= set(big)  # the host has AMX: still off
+    assert {"-DGGML_AVX512=ON", "-DGGML_AVX512_VNNI=ON", "-DGGML_AVX512_BF16=OFF"} <= set(big)
+    small = install.cmake_args(install.host_cpu_flags(AVX2_HOST)).split()
+    assert {"-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_AVX512=OFF", "-DGGML_AVX512_VNNI=OFF"} <= set(small)
+    assert amx_off <= set(small)
+    # avx512f alone is not enough for ggml's AVX512 option (it also compiles with bw/dq/vl/cd)
+    partial = install.cmake_args(install.host_cpu_flags("flags : avx avx2 avx512f\n")).split()
+    assert "-DGGML_AVX512=OFF" in partial
+    assert set(install.cmake_args(frozenset()).split()) >= {"-DGGML_AVX2=ON", "-DGGML_AVX512=OFF"}
+    # this machine's own flags: what `make local-model` builds with
+    assert install.CMAKE_ARGS == install.cmake_args(install.host_cpu_flags())
+
+
+def test_a_cached_wheel_built_for_other_flags_is_not_reused(tmp_path, monkeypatch):
+    wheel = tmp_path / f"llama_cpp_python-{install.RUNTIME_VERSION}-py3-none-linux_x86_64.whl"
+    wheel.write_bytes(b"wheel")
+    assert install.cached_wheel(tmp_path) is None  # no record of its flags: an older install's
+    (tmp_path / f"llama_cpp_python-{install.RUNTIME_VERSION}.cmake-args").write_text("-DGGML_AVX512=ON\n")
+    assert install.cached_wheel(tmp_path) is None  # built for another CPU
+    (tmp_path / f"llama_cpp_python-{install.RUNTIME_VERSION}.cmake-args").write_text(
+        install.CMAKE_ARGS + "\n"
+    )
+    assert install.cached_wheel(tmp_path) == wheel
 
 
 def test_installer_reports_json(tmp_path, monkeypatch, capsys):
