@@ -158,7 +158,8 @@ def correction_delta(
             if value_kind(span) == kind and 0 <= (at := correction.rfind(span, 0, got_at)) < got_at
         ]
         if before:
-            fresh = [max(before)[1]] + [span for span in fresh if span != max(before)[1]]
+            nearest = max(before)[1]
+            fresh = [nearest] + [span for span in fresh if span != nearest]
     if fresh:
         expected = fresh[0]
         if got is None and restated and value_kind(restated[0]) == value_kind(expected):

@@ -307,6 +307,25 @@ def needs_stitching(own: Trajectory) -> bool:
     return own.lineage is not None and own.lineage.fork_step is not None and not is_stitched(own)
 
 
+def parent_reader(
+    cache: TrajectoryCache,
+    parent_id: str,
+    ancestors: tuple[int | None, ...],
+    get_trajectory: Callable[[str], Trajectory],
+) -> Callable[[str], Trajectory]:
+    """What stitching a fork onto ``parent_id`` reads runs with: the parent the forker already
+    holds, when it is what ``cache`` handed out at the versions ``ancestors`` (no second read of
+    the parent); otherwise ``get_trajectory``."""
+    lent = lent_parent(parent_id)
+    if lent is None or not cache.was_issued(lent, parent_id, ancestors):
+        return get_trajectory
+
+    def reader(wanted: str) -> Trajectory:
+        return lent if wanted == parent_id else get_trajectory(wanted)
+
+    return reader
+
+
 def read_trajectory(
     cache: TrajectoryCache,
     run_id: str,
@@ -337,17 +356,7 @@ def read_trajectory(
     hit = cache.stitched(run_id, version, ancestors)
     if hit is not None:
         return cache.issue(hit, run_id, (version, *ancestors))
-    lent = lent_parent(parent_id)
-    reader = get_trajectory
-    # the parent the forker already holds, when it is what this cache handed out at the
-    # versions the stitch is cached under: no second read of the parent
-    if lent is not None and cache.was_issued(lent, parent_id, ancestors):
-        held = lent
-
-        def reader(wanted: str) -> Trajectory:
-            return held if wanted == parent_id else get_trajectory(wanted)
-
-    stitched = stitch_from_store(reader, own)
+    stitched = stitch_from_store(parent_reader(cache, parent_id, ancestors, get_trajectory), own)
     if stitched is not own:
         cache.put_stitched(run_id, version, ancestors, stitched)
     return cache.issue(stitched, run_id, (version, *ancestors))

@@ -72,6 +72,7 @@ from causal_middleware.store._common import (
     needs_stitching,
     normalize_outcome,
     overlay,
+    parent_reader,
     read_trajectory,
     summary_from_row,
     summary_label_check,
@@ -101,7 +102,7 @@ from causal_middleware.store.base import (
     StoreReadOnlyError,
     match_run_prefix,
 )
-from causal_middleware.store.stitch import lent_parent, stitch_from_store
+from causal_middleware.store.stitch import stitch_from_store
 
 SCHEMA_VERSION = 2
 _WRITTEN_RUNS = 32  # just-written runs kept for reading back without the file
@@ -1237,16 +1238,8 @@ class SqliteSpanStore(SpanStore):
             return own
         assert own.lineage is not None
         parent_id = own.lineage.parent_run_id
-        lent = lent_parent(parent_id)
-        if lent is not None and not self._cache.was_issued(
-            lent, parent_id, self._ancestor_versions(run_id, parent_id)
-        ):
-            lent = None
-
-        def reader(wanted: str) -> Trajectory:
-            return lent if lent is not None and wanted == parent_id else self.get_trajectory(wanted)
-
-        return stitch_from_store(reader, own)
+        ancestors = self._ancestor_versions(run_id, parent_id)
+        return stitch_from_store(parent_reader(self._cache, parent_id, ancestors, self.get_trajectory), own)
 
     def _just_written(
         self, run_id: str, version: int

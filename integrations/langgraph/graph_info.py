@@ -192,42 +192,39 @@ def _branch_names(bname: str, spec: Any) -> set[str]:
     return names
 
 
-def _routers(graph: Pregel[Any, Any, Any, Any]) -> frozenset[tuple[str, str]]:
-    found: set[tuple[str, str]] = set()
+def _branches(graph: Pregel[Any, Any, Any, Any]) -> Iterator[tuple[str, str, Any]]:
+    """Every conditional edge as (source node, its key in the builder, its BranchSpec), the graph's
+    own first, then its compiled subgraphs' (depth first)."""
     for src, branches in (getattr(getattr(graph, "builder", None), "branches", None) or {}).items():
         for bname, spec in branches.items():
-            found |= {(src, name) for name in _branch_names(bname, spec)}
+            yield src, bname, spec
     for node in graph.nodes.values():
         if isinstance(node.bound, Pregel):
-            found |= _routers(node.bound)
-    return frozenset(found)
+            yield from _branches(node.bound)
+
+
+def _routers(graph: Pregel[Any, Any, Any, Any]) -> frozenset[tuple[str, str]]:
+    return frozenset(
+        (src, name) for src, bname, spec in _branches(graph) for name in _branch_names(bname, spec)
+    )
 
 
 def _unnamed_routers(graph: Pregel[Any, Any, Any, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
-    for src, branches in (getattr(getattr(graph, "builder", None), "branches", None) or {}).items():
-        for spec in branches.values():
-            path = getattr(spec, "path", None)
-            if isinstance(path, Runnable) and not getattr(path, "name", None):
-                out.setdefault(src, str(path.get_name()))
-    for node in graph.nodes.values():
-        if isinstance(node.bound, Pregel):
-            for src, name in _unnamed_routers(node.bound).items():
-                out.setdefault(src, name)
+    for src, _, spec in _branches(graph):
+        path = getattr(spec, "path", None)
+        if isinstance(path, Runnable) and not getattr(path, "name", None):
+            out.setdefault(src, str(path.get_name()))
     return out
 
 
 def _router_ends(graph: Pregel[Any, Any, Any, Any]) -> dict[tuple[str, str], dict[str, str]]:
     out: dict[tuple[str, str], dict[str, str]] = {}
-    for src, branches in (getattr(getattr(graph, "builder", None), "branches", None) or {}).items():
-        for bname, spec in branches.items():
-            ends = getattr(spec, "ends", None)
-            if ends:
-                for name in _branch_names(bname, spec):
-                    out[(src, name)] = {str(k): str(v) for k, v in ends.items()}
-    for node in graph.nodes.values():
-        if isinstance(node.bound, Pregel):
-            out.update(_router_ends(node.bound))
+    for src, bname, spec in _branches(graph):
+        ends = getattr(spec, "ends", None)
+        if ends:
+            for name in _branch_names(bname, spec):
+                out[(src, name)] = {str(k): str(v) for k, v in ends.items()}
     return out
 
 

@@ -4,44 +4,20 @@ from remembered facts only while nobody else changed the run."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
-from typing import Any
 
-from opentelemetry.sdk.trace import TracerProvider
+from gated_store import GatedStore, recording
 from span_factory import emit_run, fabricate_run
 
-from causal_middleware.spans.export import RunSpanProcessor
 from causal_middleware.spans.health import health
 from causal_middleware.spans.model import Lineage
 from causal_middleware.spans.writer import QueuedAnnotation, writers_for
 from causal_middleware.store.sqlite import SqliteSpanStore
 
 
-class _GatedStore(SqliteSpanStore):
-    """A store whose background writes wait for ``gate`` (a busy disk), to hold a run queued."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.gate = threading.Event()
-        self.batches: list[tuple[int, int]] = []  # (spans, annotations) per write_batch call
-
-    def write_batch(self, records: Any, **kwargs: Any) -> None:
-        self.gate.wait(10)
-        self.batches.append((len(records), len(kwargs.get("annotations", ()))))
-        super().write_batch(records, **kwargs)
-
-
-def _recording(store: SqliteSpanStore) -> tuple[TracerProvider, RunSpanProcessor]:
-    processor = RunSpanProcessor(store, shutdown_exporter=False)
-    provider = TracerProvider(shutdown_on_exit=False)
-    provider.add_span_processor(processor)
-    return provider, processor
-
-
 def test_an_annotation_of_a_queued_run_is_queued_and_every_read_sees_it(tmp_path: Path) -> None:
-    store = _GatedStore(tmp_path / "q.db")
-    provider, processor = _recording(store)
+    store = GatedStore(tmp_path / "q.db")
+    provider, processor = recording(store)
     try:
         run_id = emit_run(provider.get_tracer("t"))
         writer = processor.writer
@@ -70,9 +46,9 @@ def test_an_annotation_of_a_queued_run_is_queued_and_every_read_sees_it(tmp_path
 
 
 def test_a_run_already_written_is_annotated_at_once(tmp_path: Path) -> None:
-    store = _GatedStore(tmp_path / "w.db")
+    store = GatedStore(tmp_path / "w.db")
     store.gate.set()
-    provider, processor = _recording(store)
+    provider, processor = recording(store)
     try:
         run_id = emit_run(provider.get_tracer("t"))
         assert processor.flush(10)
@@ -86,8 +62,8 @@ def test_a_run_already_written_is_annotated_at_once(tmp_path: Path) -> None:
 
 
 def test_annotations_queued_in_order_merge_in_order(tmp_path: Path) -> None:
-    store = _GatedStore(tmp_path / "o.db")
-    provider, _ = _recording(store)
+    store = GatedStore(tmp_path / "o.db")
+    provider, _ = recording(store)
     try:
         run_id = emit_run(provider.get_tracer("t"))
         store.annotate(run_id, labels={"k": 1, "a": "x"})
@@ -164,7 +140,7 @@ def test_an_annotation_after_another_writer_changed_the_run_reads_its_spans_agai
 
 def test_no_writer_is_left_registered_for_a_closed_store(tmp_path: Path) -> None:
     store = SqliteSpanStore(tmp_path / "r.db")
-    provider, _ = _recording(store)
+    provider, _ = recording(store)
     provider.shutdown()
     key = store.pending_key()
     store.close()

@@ -10,29 +10,13 @@ from typing import Any, TypedDict
 
 from causal_middleware.integrations.langgraph import instrument
 from causal_middleware.integrations.langgraph.replayer import Replayer
+from gated_store import GatedStore, recording
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
-from opentelemetry.sdk.trace import TracerProvider
 from span_factory import emit_run
 
-from causal_middleware.spans.export import RunSpanProcessor
 from causal_middleware.spans.model import Lineage, Trajectory
 from causal_middleware.store.sqlite import SqliteSpanStore
-
-
-class _GatedStore(SqliteSpanStore):
-    """A store whose background writes wait for ``gate`` (a busy disk), to hold a run queued."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.gate = threading.Event()
-        self.gate.set()
-        self.writes = 0
-
-    def write_batch(self, records: Any, **kwargs: Any) -> None:
-        self.gate.wait(10)
-        self.writes += 1
-        super().write_batch(records, **kwargs)
 
 
 def _dump(trajectory: Trajectory) -> dict[str, Any]:
@@ -41,11 +25,8 @@ def _dump(trajectory: Trajectory) -> dict[str, Any]:
 
 def test_a_held_run_and_its_queued_annotation_read_as_the_file_will_give_them(tmp_path: Path) -> None:
     path = tmp_path / "q.db"
-    store = _GatedStore(path)
-    store.gate.clear()
-    processor = RunSpanProcessor(store, shutdown_exporter=False)
-    provider = TracerProvider(shutdown_on_exit=False)
-    provider.add_span_processor(processor)
+    store = GatedStore(path)
+    provider, processor = recording(store)
     try:
         run_id = emit_run(provider.get_tracer("t"))
         lineage = Lineage(parent_run_id="ab" * 16, fork_hop=2, mode="frozen")
@@ -53,7 +34,7 @@ def test_a_held_run_and_its_queued_annotation_read_as_the_file_will_give_them(tm
             run_id, outcome="failure", reference="Tessaly", labels={"judge": "em"}, lineage=lineage
         )
         early = store.get_trajectory(run_id)  # returns while the writer is still held
-        assert store.writes == 0 and processor.writer is not None and processor.writer.is_pending(run_id)
+        assert store.batches == [] and processor.writer is not None and processor.writer.is_pending(run_id)
         assert early.labels["judge"] == "em" and early.reference == "Tessaly"
         assert early.outcome is not None and early.outcome.value == "failure"
         assert early.lineage == lineage and len(early.hops) == 3
@@ -71,17 +52,14 @@ def test_a_held_run_and_its_queued_annotation_read_as_the_file_will_give_them(tm
 
 
 def test_without_read_queued_the_read_waits_for_the_write(tmp_path: Path) -> None:
-    store = _GatedStore(tmp_path / "w.db")
+    store = GatedStore(tmp_path / "w.db")
     store.read_queued = False
-    store.gate.clear()
-    processor = RunSpanProcessor(store, shutdown_exporter=False)
-    provider = TracerProvider(shutdown_on_exit=False)
-    provider.add_span_processor(processor)
+    provider, processor = recording(store)
     try:
         run_id = emit_run(provider.get_tracer("t"))
         threading.Timer(0.2, store.gate.set).start()
         store.get_trajectory(run_id)
-        assert store.writes == 1  # it read only after the writer wrote
+        assert len(store.batches) == 1  # it read only after the writer wrote
         assert processor.flush(10)
     finally:
         store.gate.set()
@@ -106,7 +84,8 @@ def _graph(store: SqliteSpanStore) -> Any:
 
 def test_a_fork_read_while_held_is_the_stitched_fork_the_file_gives(tmp_path: Path) -> None:
     path = tmp_path / "f.db"
-    store = _GatedStore(path)
+    store = GatedStore(path)
+    store.gate.set()  # the parent run is written
     graph = _graph(store)
     graph.invoke({"n": 0}, {"configurable": {"thread_id": "t"}})
     parent_id = graph.last_run_id
@@ -114,9 +93,9 @@ def test_a_fork_read_while_held_is_the_stitched_fork_the_file_gives(tmp_path: Pa
     replayer = Replayer(graph)
     for mode in ("replay", "frozen", "regenerate"):
         store.gate.clear()
-        writes = store.writes
+        writes = len(store.batches)
         fork = replayer.fork(parent_id, node="step", step=2, values={"n": 5}, mode=mode)
-        assert store.writes == writes, mode  # the fork came back before its spans were written
+        assert len(store.batches) == writes, mode  # the fork came back before its spans were written
         assert fork.is_counterfactual and fork.lineage is not None and fork.lineage.parent_run_id == parent_id
         assert fork.answer == ("n=3" if mode == "replay" else "n=5"), mode  # replay keeps the suffix
         store.gate.set()
