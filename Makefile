@@ -64,6 +64,9 @@ test: lint typecheck unit
 bench: $(STAMP) $(PHOENIX_STAMP)
 	mkdir -p bench-results
 	$(VENV)/bin/causal-mw bench all --out bench-results
+	$(VENV)/bin/causal-mw bench context --domain all --recorded --out bench-results/context_recorded.json
+	$(VENV)/bin/causal-mw bench context --recorded $(foreach k,$(wildcard examples/*_kit/kit.yaml),--kit $(k)) \
+		--out bench-results/context_kits_recorded.json
 	$(VENV)/bin/causal-mw bench agents --out bench-results
 	$(VENV)/bin/causal-mw bench reference --out bench-results
 	$(VENV)/bin/causal-mw bench reliability --out bench-results

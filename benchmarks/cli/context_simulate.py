@@ -10,6 +10,9 @@ from causal_middleware.cli._common import add_json_arg, add_store_arg, print_jso
 from causal_middleware.context.sessions import save_session
 from causal_middleware.store.open import open_store
 
+#: with --recorded: each session's ground truth (and workspace folder), beside its runs
+GROUND_TRUTH_KIND = "context.ground_truth"
+
 
 def register(context_subparsers: Any) -> None:
     sub = context_subparsers
@@ -22,6 +25,12 @@ def register(context_subparsers: Any) -> None:
     p.add_argument("--n-dissatisfied", type=int, default=60)
     p.add_argument("--n-control", type=int, default=15)
     p.add_argument("--workspaces", help="also write each session's workspace to WORKSPACES/<session id>/")
+    p.add_argument(
+        "--recorded",
+        action="store_true",
+        help="store each session as the runs of a real create_agent agent that plays it, recorded with "
+        "instrument() (thread id: the session id), instead of a session record",
+    )
     add_store_arg(p)
     add_json_arg(p)
     p.set_defaults(func=_simulate)
@@ -64,7 +73,14 @@ def _simulate(args: argparse.Namespace) -> int:
             else:
                 bench.workspace(trace).write_to(target)
             extra["workspace_dir"] = str(target)
-        save_session(store, trace.conversation, **extra)
+        if args.recorded:
+            from benchmarks.context.recorded import record_session
+
+            ws = bench.workspace(trace)
+            record_session(trace, ws.read(ws.system_prompt_path), store)
+            store.put_record(GROUND_TRUTH_KIND, trace.ground_truth.trace_id, extra)
+        else:
+            save_session(store, trace.conversation, **extra)
         ids.append(trace.ground_truth.trace_id)
     # each failed check with its first failures ("trace id: why"), so a kit author can fix the kit
     failures = {name: check.failures[:3] for name, check in report.checks.items() if check.failed}

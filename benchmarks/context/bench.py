@@ -429,9 +429,11 @@ def score_benchmarks(
     model: BaseChatModel | None = None,
     model_name: str | None = None,
     llm_stages: Sequence[str] = LLM_STAGES,
+    verify: bool = True,
 ) -> dict[str, Any]:
     """Verify and evaluate generated benchmarks (built-in domains or kits, see
-    :mod:`benchmarks.context.kit`); the report of :func:`run_context_bench`."""
+    :mod:`benchmarks.context.kit`); the report of :func:`run_context_bench`. ``verify=False``:
+    the caller verified them before changing their sessions (:mod:`benchmarks.context.recorded`)."""
     unknown = sorted(set(llm_stages) - set(LLM_STAGES))
     if unknown or not llm_stages:
         raise ValueError(f"LLM stages must be some of {', '.join(LLM_STAGES)}; got {list(llm_stages)}")
@@ -440,9 +442,10 @@ def score_benchmarks(
     verification: dict[str, Any] = {}
     for bench in benches:
         name = bench.domain
-        report = verify_benchmark(bench)
-        verification[name] = {k: v.model_dump() for k, v in report.checks.items()}
-        if not report.ok:
+        report = verify_benchmark(bench) if verify else None
+        if report is not None:
+            verification[name] = {k: v.model_dump() for k, v in report.checks.items()}
+        if report is not None and not report.ok:
             failed = {k: v.failures[:3] for k, v in report.checks.items() if v.failed}
             raise BenchmarkVerificationError(f"benchmark {name!r} (seed {seed}) fails verification: {failed}")
         results = [evaluate_trace(bench, t, model, llm_stages) for t in bench.traces]
@@ -570,6 +573,12 @@ def register_bench(bench_subparsers: Any) -> argparse.ArgumentParser:
         help="with --judge: the comma-separated stages that use the model, the others offline "
         f"(default {','.join(LLM_STAGES)}; e.g. recommender alone, on the offline diagnosis)",
     )
+    p.add_argument(
+        "--recorded",
+        action="store_true",
+        help="play every session with a real create_agent agent, record it with instrument() and read "
+        "it back from the span store before scoring (the path a user's own agent takes); offline forms",
+    )
     p.add_argument("--json", action="store_true", help="print the results JSON instead of the table")
     p.set_defaults(func=_cmd)
     return p
@@ -591,6 +600,8 @@ def _cmd(args: argparse.Namespace) -> int:
         from causal_middleware.cli.live_agent import load_chat_model
 
         model = load_chat_model(args.judge, "judge")
+    if args.recorded and model is not None:
+        raise ValueError("--recorded scores the offline forms; drop --judge")
     if args.kit:
         from benchmarks.context.kit import run_kit_bench
 
@@ -604,6 +615,7 @@ def _cmd(args: argparse.Namespace) -> int:
             n_dissatisfied=args.n_dissatisfied,
             n_control=args.n_control,
             include_traces=args.traces,
+            recorded=args.recorded,
         )
         _emit(args, results)
         return 0
@@ -612,6 +624,17 @@ def _cmd(args: argparse.Namespace) -> int:
         raise ValueError(f"unknown domain {args.domain!r}; shipped domains: {', '.join(names)}")
     primary = args.domain or names[0]
     domains = [primary] if args.only and primary != "all" else names
+    if args.recorded:
+        from benchmarks.context.recorded import score_recorded
+
+        benches = [
+            generate_benchmark(
+                n, seed=args.seed, n_dissatisfied=args.n_dissatisfied, n_control=args.n_control
+            )
+            for n in domains
+        ]
+        _emit(args, score_recorded(benches, primary=primary, seed=args.seed, include_traces=args.traces))
+        return 0
     results = run_context_bench(
         domains,
         primary=primary,
@@ -637,5 +660,10 @@ def _emit(args: argparse.Namespace, results: dict[str, Any]) -> None:
         sys.stdout.write("\n")
     else:
         print(markdown_table(results))
+        for name, info in results.get("recorded", {}).items():
+            print(
+                f"\nrecorded ({name}): {info['sessions']} sessions played by a create_agent agent, "
+                f"{info['runs']} runs, {info['spans']} spans, {info['shape_mismatches']} not shaped as simulated"
+            )
         if args.out:
             print(f"\nresults written to {args.out}")

@@ -36,7 +36,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from benchmarks.context.simulation.generator import (
     _POST_CONTROL,
@@ -97,6 +97,8 @@ class KitWorkspace(BaseModel):
     ``config`` (its ``causal-context.yaml``; default: the one in the folder, if any), or ``files``
     written inline (``{path: text}``; a ``causal-context.yaml`` among them declares the layout)."""
 
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not ignored
+
     path: str | None = None
     config: str | None = None
     files: dict[str, str] | None = None
@@ -112,6 +114,8 @@ class KitWorkspace(BaseModel):
 
 class FactTemplate(BaseModel):
     """A value stated in one file of the workspace (a knowledge-base page or a skill)."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not ignored
 
     component: str = Field(description="the workspace file that states the value")
     right: str = Field(description="the value as the file states it now")
@@ -157,6 +161,8 @@ class FactTemplate(BaseModel):
 class ToolTemplate(BaseModel):
     """A tool whose description documents a literal the tool rejects when it is wrong."""
 
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not ignored
+
     tool: str = Field(description="the tool's name, as the workspace describes it")
     right: str = Field(description="the literal its description states now")
     wrong: list[str] = Field(min_length=1, description="wrong literals the description may carry")
@@ -179,6 +185,8 @@ class ToolTemplate(BaseModel):
 class RuleTemplate(BaseModel):
     """A rule of the system prompt the agent breaks when it is missing."""
 
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not ignored
+
     rule: str = Field(description="the rule as the prompt file states it (one line of it)")
     questions: list[str] = Field(min_length=1)
     bad_reply: str = Field(description="the agent's reply without the rule")
@@ -189,6 +197,8 @@ class RuleTemplate(BaseModel):
 class KitPhrasing(BaseModel):
     """How the agent and users talk; generic defaults, each list may be replaced in the kit.
     Placeholders: {subject}, {right}, {stale}, {question}."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not ignored
 
     answer_prefixes: list[str] = Field(
         default_factory=lambda: ["", "Sure, ", "According to our documentation, "]
@@ -244,6 +254,8 @@ class KitPhrasing(BaseModel):
 class Kit(BaseModel):
     """A domain kit (see the module docstring and ``docs/context.md``)."""
 
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not ignored
+
     name: str = Field(pattern=r"^[A-Za-z0-9][\w-]*$")
     description: str = ""
     written: str | None = Field(default=None, description="when the kit was written (for reports)")
@@ -276,7 +288,26 @@ def load_kit(path: str | Path) -> Kit:
     try:
         return Kit.model_validate(data)
     except ValidationError as exc:
-        raise KitError(f"{p}: {exc}") from exc
+        raise KitError(f"{p}: {_first_problem(exc)}") from exc
+
+
+def _first_problem(exc: ValidationError) -> str:
+    """One line: where the first problem is and what it is (for an unknown key, the keys there are)."""
+    errors = exc.errors()
+    first = errors[0]
+    where = ".".join(str(part) for part in first["loc"])
+    said = f"{where}: {first['msg']}"
+    if first["type"] == "extra_forbidden":
+        model: type[BaseModel] = Kit
+        for part in first["loc"][:-1]:
+            field = model.model_fields.get(str(part)) if isinstance(part, str) else None
+            inner = getattr(field, "annotation", None) if field is not None else None
+            inner = next(iter(getattr(inner, "__args__", ())), inner)
+            if isinstance(inner, type) and issubclass(inner, BaseModel):
+                model = inner
+        said += f" (keys there: {', '.join(k for k in model.model_fields if k != 'base_dir')})"
+    more = len(errors) - 1
+    return said + (f"; and {more} more" if more else "")
 
 
 # --- the kit against its workspace -----------------------------------------------------------------
@@ -1148,11 +1179,13 @@ def run_kit_bench(
     n_dissatisfied: int = 60,
     n_control: int = 15,
     include_traces: bool = False,
+    recorded: bool = False,
 ) -> dict[str, Any]:
     """Generate, verify and score one or more kits with the offline pipeline: the report of
     ``causal-mw bench context`` (top level: the first kit's metrics; ``domains``: each kit's;
     ``pooled``), plus ``kits`` (each kit's name, description, when it was written, the fault
-    categories its templates produce and the layout)."""
+    categories its templates produce and the layout). ``recorded``: each session played by a real
+    ``create_agent`` agent and read back from its spans (:mod:`benchmarks.context.recorded`)."""
     from benchmarks.context.bench import score_benchmarks
 
     items: list[Kit | str | Path] = [kits] if isinstance(kits, Kit | str | Path) else list(kits)
@@ -1165,7 +1198,12 @@ def run_kit_bench(
     names = [b.domain for b in benches]
     if len(set(names)) != len(names):
         raise KitError(f"kits must have distinct names, got {names}")
-    out = score_benchmarks(benches, primary=names[0], seed=seed, include_traces=include_traces)
+    if recorded:
+        from benchmarks.context.recorded import score_recorded
+
+        out = score_recorded(benches, primary=names[0], seed=seed, include_traces=include_traces)
+    else:
+        out = score_benchmarks(benches, primary=names[0], seed=seed, include_traces=include_traces)
     out["kits"] = {b.domain: b.kit_info for b in benches}
     return out
 

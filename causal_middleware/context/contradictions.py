@@ -108,6 +108,7 @@ def contradictions(conversation: Conversation, found: list[Signal]) -> list[Sign
                 hit := _same_attribute(sent, last_agent.content)
                 or _same_counted(sent, last_agent.content)
                 or _same_attribute_after(sent, last_agent.content)
+                or _refilled(sent, last_agent.content)
             ):
                 break
             values = in_answer_units(_amounts(find_values(sent), sent), said)
@@ -416,6 +417,31 @@ def _same_attribute(sentence: str, answer: str) -> tuple[str, list[str], float] 
             if label and t_attr == [label]:
                 return value, [t_value], 0.8
     return None
+
+
+# What the user holds now: their own case, not an account of the answer's attribute.
+_HOLDS = re.compile(r"^(?:i|we)(?:'ve|\s+have)?\s+(?:have|own|hold|got)\b", _I)
+
+
+def _refilled(sentence: str, answer: str) -> tuple[str, list[str], float] | None:
+    """The answer's own words with another code, number word or ordinal after them, stated as a
+    fact ("we sat in Row K last time" against "... are in Row H"): another value for the answer's
+    attribute, not a new detail; a want or a plan states none."""
+    if _WANT.search(sentence) or _HYPOTHETICAL.search(sentence):
+        return None
+    if _HOLDS.match(LEAD_IN.sub("", expand_informal(sentence).strip())):
+        return None  # "I have Row K on my ticket": the user's own case
+    from causal_middleware.context.delta import refilled_value
+
+    pair = refilled_value(sentence, answer)
+    if pair is None:
+        return None
+    # a bare number the user states of themselves is their own figure ("I have a deposit of 250")
+    if not re.search(r"[A-Za-z]", pair[0]) and _OWN_CASE.match(
+        LEAD_IN.sub("", expand_informal(sentence).strip())
+    ):
+        return None
+    return pair[0], [pair[1]], 0.75
 
 
 def _label_before(text: str, at: int) -> str | None:

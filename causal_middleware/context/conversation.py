@@ -357,9 +357,25 @@ def align_to_workspace(conversation: Conversation, workspace: Workspace) -> Conv
     (their text, front matter aside) gets those files as its documents and becomes a
     knowledge-base retrieval or a skill lookup after the kind the layout gives them (a
     ``search_help_center`` or ``open_playbook`` tool of the user's own naming); a tool call gets
-    the file that describes the tool; the system prompt the layout's prompt file.
+    the file that describes the tool; the system prompt the layout's prompt file. A call of such a
+    search tool that shows no page (nothing found) is a knowledge-base retrieval with no documents.
     """
     nodes = [_aligned(n, workspace) for n in conversation.nodes]
+    # a search tool that found nothing shows no page; its calls that did show pages name it
+    searches = {
+        n.name
+        for n, was in zip(nodes, conversation.nodes, strict=True)
+        if n.type == NodeType.KB_RETRIEVAL and was.type != n.type
+    }
+    nodes = [
+        n.model_copy(update={"type": NodeType.KB_RETRIEVAL, "source": None, "documents": []})
+        if n.type == NodeType.TOOL_CALL
+        and n.name in searches
+        and n.status == "ok"
+        and not _files_shown(n.output, workspace)
+        else n
+        for n in nodes
+    ]
     return conversation.model_copy(update={"nodes": nodes})
 
 
@@ -368,7 +384,11 @@ def _aligned(node: ConversationNode, ws: Workspace) -> ConversationNode:
         if (not node.source or not ws.exists(node.source)) and ws.exists(ws.system_prompt_path):
             return node.model_copy(update={"source": ws.system_prompt_path})
         return node
-    if node.type not in _ALIGNED_TYPES or node.status == "error":
+    if node.type not in _ALIGNED_TYPES:
+        return node
+    if node.status == "error":  # it showed no file; a failed call of a described tool is still that tool's
+        if node.type == NodeType.TOOL_CALL and node.name and node.name in ws.tool_names():
+            return node.model_copy(update={"source": ws.tool_prompt_path(node.name), "documents": []})
         return node
     if (
         node.source

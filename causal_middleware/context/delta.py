@@ -39,7 +39,9 @@ from causal_middleware.context.text import (
     relevance,
     same_value,
     sentences,
+    share_stem,
     term_seq,
+    term_set,
     value_kind,
     with_number,
     word_number,
@@ -66,7 +68,7 @@ _EXPECTED_PHRASE = re.compile(
     r"\b(?:it's|it is|they're|they are|that's|that is|we use|it uses|you use|it's done (?:via|through|by|with)|"
     r"is now|are now|should be|changed to|moved to|updated to|switched to|it's now|now it's|we now use|"
     r"goes through|go through|done through|done via|handled by|"
-    r"(?:the|its|their)\s+[a-z]+(?:\s+[a-z]+){0,3}?\s+(?:is|are))\s+(?P<x>[^,.;!?]+?)" + _STOP,
+    r"(?:the|its|their)\s+[a-z]+(?:\s+[a-z]+){0,6}?\s+(?:is|are))\s+(?P<x>[^,.;!?]+?)" + _STOP,
     _I,
 )
 STRONG_VALUE_KINDS = MEASURED_KINDS
@@ -176,6 +178,16 @@ def correction_delta(
         # "I only got two keys, not three": the rejected word's counterpart, a word of its own form
         # (a number word for a number word) elsewhere in the turn, is what it should have been
         expected = _counterpart(correction, got, got_span)
+    # "we sat in Row K" after "... are in Row H": the answer's own words with another filler after
+    # them; the two fillers are the values in dispute, whatever kind they are
+    parallel = _parallel_value(correction, answer) if got is None else None
+    # (over a free phrase the turn asserts, "they're always there": the refilled words are the value)
+    if parallel is not None and (
+        expected is None
+        or value_kind(expected) == "phrase"
+        or (value_kind(expected) not in STRONG_VALUE_KINDS and contains(expected, parallel[0]))
+    ):
+        expected, got = parallel
     recount = _recounted(correction, answer)
     if recount is not None:
         # "your colleague said you'd do up to 3 attempts" after "no more than 5 attempts": another
@@ -222,6 +234,10 @@ def correction_delta(
         and value_kind(expected) in _COUNTERABLE_KINDS
         and any(k == value_kind(expected) and not same_value(v, expected) for k, v in find_values(answer))
     ) or (m is None and expected is not None and _same_label(expected, correction, answer or ""))
+    # the answer's own frame refilled with another value of one form ("children under 14" against
+    # "children under 16") disputes the answer's value, whatever else the turn says of the agent
+    # ("read your own policy"); a refilled phrase ("walk-ins are fine") may be a relayed account
+    countered = countered or (parallel is not None and _one_value(parallel[0].split()[-1]) is not None)
     if (
         not supplied
         and not rejected
@@ -328,6 +344,100 @@ def _counterpart(correction: str, got: str, got_span: str) -> str | None:
     words = {w for w in re.findall(r"[A-Za-z]+(?:-[A-Za-z]+)?", rest) if w.lower() != got.lower()}
     found = [w for w in words if _word_form(w) == form]
     return found[0] if len(found) == 1 else None
+
+
+# A word of a turn, with the marks a value keeps ("£2.50", "16+", "B2", "10:30").
+_FRAME_TOKEN = re.compile(r"[£$€]?\d[\d,.:]*\d\w*\+?|[£$€]?\w[\w.:+'-]*\w\+?|[£$€]?\w\+?")
+# Where a filler ends: a clause's punctuation, or the end of the turn.
+_FRAME_END = re.compile(r"[,;!?()]|\.(?:\s|$)|\s[-\u2013\u2014]\s|$")
+# A filler that is a value by its form: a number, a code (capitals and digits: "K", "B2", "12A").
+_CODE_FILLER = re.compile(r"[£$€]?\d[\w.:,+-]*|[A-Z]{1,3}\d{0,3}|\d{1,3}[A-Z]{1,2}")
+
+
+def _frame_tokens(text: str) -> list[tuple[str, int, int]]:
+    return [(m.group(0), m.start(), m.end()) for m in _FRAME_TOKEN.finditer(text)]
+
+
+def _one_value(word: str) -> str | None:
+    """The form that makes one word a value by itself: a number or code, a number word, an ordinal."""
+    return "code" if _CODE_FILLER.fullmatch(word) else _word_form(word)
+
+
+def _filler(text: str, tokens: list[tuple[str, int, int]], i: int) -> str | None:
+    """The short rest of the clause that starts at token ``i`` (three words at most)."""
+    end = _FRAME_END.search(text, tokens[i][1])
+    stop = end.start() if end else len(text)
+    words = [t for t in tokens[i:] if t[2] <= stop]
+    if not words or len(words) > 3:
+        return None
+    return text[tokens[i][1] : words[-1][2]]
+
+
+def refilled_value(sentence: str, answer: str) -> tuple[str, str] | None:
+    """``(value, answer's value)`` when a sentence repeats the answer's words and then gives another
+    code, number word or ordinal than the answer did ("we sat in Row K" against "in Row H")."""
+    return _parallel_value(sentence, answer, forms_only=True)
+
+
+def _parallel_value(
+    correction: str, answer: str | None, *, forms_only: bool = False
+) -> tuple[str, str] | None:
+    """``(expected, got)`` when the correction repeats words of the answer and then goes on with
+    another value than the answer did ("... after the first piece" against "... after the
+    interval", "in Row K" against "in Row H"): the correction's filler and the answer's. The
+    shared words must be two or more, or one content word; the fillers are two words of one value
+    form (two codes, two ordinals), else the short ends of their clauses, and neither turn states
+    the other's. ``forms_only``: two words of one value form only."""
+    if not answer:
+        return None
+    said = _frame_tokens(answer)
+    mine = _frame_tokens(correction)
+    found: list[tuple[int, str, str]] = []
+    at: dict[str, list[int]] = {}
+    for i, t in enumerate(said[:-1]):
+        at.setdefault(t[0].casefold(), []).append(i + 1)
+    for j in range(1, len(mine)):
+        # the answer's tokens that follow the word the correction has just said
+        for i in at.get(mine[j - 1][0].casefold(), []):
+            if mine[j][0].casefold() == said[i][0].casefold():
+                continue
+            k = 0
+            while k < min(i, j) and mine[j - 1 - k][0].casefold() == said[i - 1 - k][0].casefold():
+                k += 1
+            if k == 0:
+                continue
+            shared = " ".join(t[0] for t in mine[j - k : j])
+            if k < 2 and not content_tokens(shared):
+                continue
+            if min(i, j) > k:
+                before, theirs = mine[j - 1 - k][0], said[i - 1 - k][0]
+                mark = term_set(before)
+                if mark and term_set(theirs) and not share_stem(mark, term_set(answer)):
+                    continue  # "the upload limit is 25" after "the quota limit is": another subject
+            form = _one_value(mine[j][0])
+            if form is not None and form == _one_value(said[i][0]):
+                exp, got = mine[j][0], said[i][0]
+                if form == "code" and not exp[0].isdigit() and content_tokens(mine[j - 1][0]):
+                    # a bare code is read with its label: "Row K", not "K"
+                    exp, got = f"{mine[j - 1][0]} {exp}", f"{said[i - 1][0]} {got}"
+            elif forms_only:
+                continue
+            else:
+                e, g = _filler(correction, mine, j), _filler(answer, said, i)
+                if not e or not g or _is_judgement(e) or _is_judgement(g):
+                    continue
+                exp, got = e, g
+            found.append((k, exp, got))
+    stated: dict[tuple[str, str], bool] = {}
+    for _, exp, got in found:
+        if (exp, got) not in stated:
+            stated[(exp, got)] = contains(answer, exp) or contains(correction, got)
+    found = [(k, e, g) for k, e, g in found if not stated[(e, g)]]
+    if not found:
+        return None
+    best = max(k for k, _, _ in found)
+    top = {(e, g) for k, e, g in found if k == best}
+    return next(iter(top)) if len(top) == 1 else None
 
 
 def _same_label(expected: str, correction: str, answer: str) -> bool:

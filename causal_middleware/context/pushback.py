@@ -46,6 +46,15 @@ _RHETORICAL = re.compile(
     _I,
 )
 
+# "how can you know people will ...?", "how could you be sure it's ...?": the agent's certainty
+# doubted, a rhetorical question about what the answer asserted (not "how do you know ...", which
+# can ask for the source)
+_DOUBTED_CERTAINTY = re.compile(
+    r"^(?:so\s+|but\s+)?how\s+(?:can|could)\s+you\s+(?:even\s+|possibly\s+|really\s+|just\s+)?"
+    r"(?P<verb>know|be\s+(?:so\s+)?(?:sure|certain)|guarantee|promise)\b",
+    _I,
+)
+
 
 def pushback_form(sentence: str) -> bool:
     """A prohibition addressed to the agent or a rhetorical "how can you / why are you ...?"
@@ -72,7 +81,7 @@ def pushback(conversation: Conversation, found: list[Signal]) -> list[Signal]:
         )
         for sent in sentences(expand_informal(n.content)):
             body = LEAD_IN.sub("", sent.strip())
-            m = _PROHIBITION.match(body) or _RHETORICAL.match(body)
+            m = _PROHIBITION.match(body) or _RHETORICAL.match(body) or _DOUBTED_CERTAINTY.match(body)
             if (
                 (m and share_stem(set(term_seq(body[m.start("verb") :])), answer_terms))
                 # "how can you promise a time when the cleaners aren't even in yet": "even" makes it rhetorical

@@ -310,7 +310,10 @@ def contains(haystack: str | None, needle: str | None) -> bool:
         h = re.sub(r"\s+", " ", haystack or "")
         return re.search(r"(?<![\w$€£])" + re.escape(raw) + r"(?![\w%])", h) is not None
     h = normalize(haystack)
-    pattern = r"(?<![\w$€£])" + re.escape(n) + r"(?![\w%])"
+    # a number is not part of a longer one: "8" is not in "8.35", "800" is not in "1,800"
+    before = r"(?<!\d[.,])" if n[:1].isdigit() else ""
+    after = r"(?![.,]\d)" if n[-1:].isdigit() else ""
+    pattern = before + r"(?<![\w$€£])" + re.escape(n) + r"(?![\w%])" + after
     return re.search(pattern, h) is not None
 
 

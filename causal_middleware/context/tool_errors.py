@@ -138,6 +138,9 @@ def _argument_fault(data: Any, text: str, args_text: str) -> tuple[str | None, s
         return None, None
     keys = {str(k) for k in sent}
     items = _error_items(data) if data is not None else []
+    # the error's own codes ({"type": "value_error.missing"}, {"code": "invalid_enum"}) are written
+    # as code too, but they classify the error, they name no argument
+    codes = _error_codes(data)
     # and what each sentence of its text says of the arguments it names
     # (a parenthesised aside is a clause of its own: "invalid T.a: value is required (unknown field
     # "b")" says one thing of each name)
@@ -146,7 +149,11 @@ def _argument_fault(data: Any, text: str, args_text: str) -> tuple[str | None, s
         if _UNEXPECTED.search(sentence) and len(named) == 1:
             items.append((named[0], sentence))
         elif _MISSING.search(sentence) and not _UNEXPECTED.search(sentence):
-            items += [(n, sentence) for n in map(_field_of, _CODE_NAME.findall(sentence)) if n not in keys]
+            items += [
+                (n, sentence)
+                for n in map(_field_of, _CODE_NAME.findall(sentence))
+                if n not in keys and n not in codes
+            ]
     folded = {k.casefold() for k in keys}
     for m in _RECOVERY.finditer(text):
         # "Recovery: Specify a_b and C, then try again": the argument names the fix tells the
@@ -163,6 +170,18 @@ def _argument_fault(data: Any, text: str, args_text: str) -> tuple[str | None, s
     missing.discard(got or "")
     expected = next(iter(missing)) if len(missing) == 1 else None
     return expected, got
+
+
+def _error_codes(data: Any) -> set[str]:
+    """The values a structured error files under its own message, type or code keys that are one
+    code-like token ("value_error.missing", "E_RANGE"): how the error classifies itself."""
+    if data is None:
+        return set()
+    return {
+        v.strip()
+        for k, v in walk(data)
+        if isinstance(v, str) and _MESSAGE_KEYS.match(k) and _IDENTIFIER.fullmatch(v.strip())
+    }
 
 
 # A field qualified by the message or type it belongs to ("RefundRequest.card_uid", how protobuf

@@ -32,6 +32,7 @@ from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import ToolMessage
 from langchain_core.outputs import LLMResult
 from langgraph.errors import GraphBubbleUp
 from opentelemetry import trace
@@ -127,8 +128,12 @@ _OK = Status(StatusCode.OK)
 _STR_ONLY = frozenset({str})
 
 
-def _finish(span: Span, error: BaseException | None = None, end_ns: int | None = None) -> None:
-    if error is None:
+def _finish(
+    span: Span, error: BaseException | None = None, end_ns: int | None = None, failed: str | None = None
+) -> None:
+    if failed is not None:  # the step reported its own failure (a tool's error ToolMessage)
+        span.set_status(Status(StatusCode.ERROR, failed))
+    elif error is None:
         set_ok(span)
     elif isinstance(error, GraphBubbleUp):  # interrupts and Command(graph=PARENT): control flow, not failure
         span.add_event(f"langgraph.{type(error).__name__}")
@@ -307,14 +312,18 @@ class CausalCallbackHandler(BaseCallbackHandler):
         return span
 
     def _end(
-        self, run_id: UUID, attrs: Mapping[str, Any] | None = None, error: BaseException | None = None
+        self,
+        run_id: UUID,
+        attrs: Mapping[str, Any] | None = None,
+        error: BaseException | None = None,
+        failed: str | None = None,
     ) -> _Entry | None:
         entry = self._entries.pop(run_id, None)
         if entry is None or entry.span is None:
             return entry
         if attrs:
             put_attributes(entry.span, attrs)
-        _finish(entry.span, error)
+        _finish(entry.span, error, failed=failed)
         return entry
 
     # --- chains: run, nodes, routers -----------------------------------------------------
@@ -814,9 +823,15 @@ class CausalCallbackHandler(BaseCallbackHandler):
     ) -> None:
         try:
             if run_id in self._entries:
-                self._end(
-                    run_id, {A.OUTPUT_VALUE: tool_output_text(output), A.OUTPUT_MIME_TYPE: "text/plain"}
+                text = tool_output_text(output)
+                # a tool that handles its own error (handle_tool_error) still failed: its
+                # ToolMessage says status="error", and so does the span
+                failed = (
+                    (text[:200] or "tool error")
+                    if isinstance(output, ToolMessage) and output.status == "error"
+                    else None
                 )
+                self._end(run_id, {A.OUTPUT_VALUE: text, A.OUTPUT_MIME_TYPE: "text/plain"}, failed=failed)
         except Exception as exc:  # fail-open: never reaches the agent
             health.record_error("handler.on_tool_end", exc)
 

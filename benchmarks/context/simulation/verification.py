@@ -173,6 +173,8 @@ def _first_faulty(trace: SimTrace) -> CheckResult:
             fault.faulty_text
             and first.type != NodeType.TOOL_CALL
             and not contains(first.output, fault.faulty_text)
+            # a search's output is JSON: a value at the start of a line reads "\n23 kg" there
+            and not any(contains(d.content, fault.faulty_text) for d in first.documents)
         ):
             return _fail(
                 f"first node {first.id} reading {fault.faulty_path} does not carry {fault.faulty_text!r}"
