@@ -27,7 +27,11 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel
 
 from benchmarks.context.simulation import Benchmark, SimTrace, domain_names, generate_benchmark
-from benchmarks.context.simulation.verification import BenchmarkVerificationError, verify_benchmark
+from benchmarks.context.simulation.verification import (
+    BenchmarkVerificationError,
+    VerificationReport,
+    verify_benchmark,
+)
 from causal_middleware.context.detector import detect, detect_offline
 from causal_middleware.context.failure import locate_failure
 from causal_middleware.context.llm import LLMResponseError
@@ -420,6 +424,17 @@ def run_context_bench(
     )
 
 
+def verified(bench: Benchmark, seed: int) -> VerificationReport:
+    """``bench``'s verification report; BenchmarkVerificationError (its first failures) when it fails."""
+    report = verify_benchmark(bench)
+    if not report.ok:
+        failed = {k: v.failures[:3] for k, v in report.checks.items() if v.failed}
+        raise BenchmarkVerificationError(
+            f"benchmark {bench.domain!r} (seed {seed}) fails verification: {failed}"
+        )
+    return report
+
+
 def score_benchmarks(
     benches: Iterable[Benchmark],
     *,
@@ -442,12 +457,9 @@ def score_benchmarks(
     verification: dict[str, Any] = {}
     for bench in benches:
         name = bench.domain
-        report = verify_benchmark(bench) if verify else None
-        if report is not None:
+        if verify:
+            report = verified(bench, seed)
             verification[name] = {k: v.model_dump() for k, v in report.checks.items()}
-        if report is not None and not report.ok:
-            failed = {k: v.failures[:3] for k, v in report.checks.items() if v.failed}
-            raise BenchmarkVerificationError(f"benchmark {name!r} (seed {seed}) fails verification: {failed}")
         results = [evaluate_trace(bench, t, model, llm_stages) for t in bench.traces]
         pooled += results
         per_domain[name] = summarize(results, seed)

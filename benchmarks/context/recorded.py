@@ -39,7 +39,6 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import BaseModel, ConfigDict
 
 from benchmarks.context.simulation.schema import Benchmark, SimTrace
-from benchmarks.context.simulation.verification import verify_benchmark
 from causal_middleware.context.conversation import (
     Conversation,
     ConversationNode,
@@ -66,7 +65,7 @@ class _AnyArgs(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-def _tool_call(node: ConversationNode, call_id: str) -> tuple[str, dict[str, Any]]:
+def _tool_call(node: ConversationNode) -> tuple[str, dict[str, Any]]:
     """The user-way tool name and arguments that play ``node``."""
     args = json.loads(node.content) if node.content.strip().startswith("{") else {}
     if node.type == NodeType.KB_RETRIEVAL:
@@ -135,7 +134,7 @@ def script_session(conversation: Conversation) -> tuple[list[str], list[AIMessag
             elif node.type == NodeType.AGENT:
                 replies.append(node.content)
             elif node.type in _TOOL_TYPES:
-                name, args = _tool_call(node, f"call-{len(messages)}")
+                name, args = _tool_call(node)
                 text = _plain_hits(node) if name == "find_articles" else node.output
                 outputs.add(name, text, node.type == NodeType.TOOL_CALL and node.status == "error")
                 messages.append(
@@ -244,16 +243,13 @@ def score_recorded(
     """The report of :func:`benchmarks.context.bench.score_benchmarks` on the recorded sessions
     (``mode``: ``"offline, recorded"``), plus ``recorded`` (per domain: sessions, runs, spans,
     shape mismatches, reasoning nodes dropped, seconds)."""
-    from benchmarks.context.bench import score_benchmarks
+    from benchmarks.context.bench import score_benchmarks, verified
 
     recorded: dict[str, Any] = {}
     replayed: list[Benchmark] = []
     with tempfile.TemporaryDirectory(prefix="causal-mw-recorded-") as tmp:
         for bench in benches:
-            report = verify_benchmark(bench)  # the simulated set must hold before it is played
-            if not report.ok:
-                failed = {k: v.failures[:3] for k, v in report.checks.items() if v.failed}
-                raise ValueError(f"benchmark {bench.domain!r} (seed {seed}) fails verification: {failed}")
+            verified(bench, seed)  # the simulated set must hold before it is played
             traces, info = recorded_traces(bench, Path(tmp))
             recorded[bench.domain] = info
             replayed.append(bench.model_copy(update={"traces": traces}))
