@@ -550,12 +550,19 @@ def _top(ws: Workspace, query: str) -> str | None:
 
 
 def _year(text: str) -> int:
+    """The year the page was last changed: its front matter's change date, else the latest ISO date
+    the page states (a header field of its own markup: ``:revdate:``, a docinfo field, a data
+    block), so a generated announcement or archived copy is dated after / before the page whatever
+    format carries the page's date."""
     try:
         meta, _ = split_front_matter(text)
     except ValueError:
         meta = {}
     m = re.match(r"(\d{4})", change_date(meta) or "")
-    return int(m.group(1)) if m else 2024
+    if m:
+        return int(m.group(1))
+    years = [int(y) for y in re.findall(r"\b((?:19|20)\d\d)-[01]\d-[0-3]\d\b", text)]
+    return max(years) if years else 2024
 
 
 def _sibling(r: _Resolved, path: str, suffix_name: str) -> str | None:

@@ -67,10 +67,13 @@ _NEGATED_OBJECT = re.compile(
 )
 
 
-# A claim about the world inside a personal frame: a third-person copula ("I'm sure it's ..."), or
+# A claim about the world inside a personal frame: a third-person copula ("I'm sure it's ...", "I'm
+# sure the fee is ..."), or
 # a verb of belief or memory framing it ("I think they close at ...", "I remember it being ...").
 _EMBEDDED_ASSERTION = re.compile(
     r"\b(?:it|that|this|they|there)(?:'s|'re| is| are| was| were)\b|"
+    # ... or a noun phrase's ("I'm fairly sure the late fee is $5", "I checked: the limit is 4")
+    r"\b(?:the|its|their|your)\s+[a-z][\w-]*(?:\s+[a-z][\w-]*){0,5}?\s+(?:is|are|was|were)\b|"
     r"\b(?:i|we)\s+(?:\w+\s+)?(?:think|believe|guess|reckon|know|remember|recall|thought|understood|heard)\b",
     _I,
 )

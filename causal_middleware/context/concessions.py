@@ -30,6 +30,10 @@ _CONCESSION = re.compile(
     r"(?:i|we)\s+stand\s+corrected\b|"
     r"(?:good|nice)\s+catch\b|"
     r"(?:i|we)\s+(?:was|were|got (?:that|it))\s+wrong\b|"
+    # the agent owns the error with its own verb: "I had that wrong", "I've got it wrong", "I was
+    # mistaken", "I made a mistake"
+    r"(?:i|we)(?:'ve|\s+have)?\s+(?:had|got|gotten)\s+(?:that|it|this)\s+(?:wrong|mixed up|muddled)\b|"
+    r"(?:i|we)\s+(?:was|were)\s+mistaken\b|(?:i|we)(?:'ve|\s+have)?\s+made\s+(?:a|an)\s+(?:mistake|error)\b|"
     r"my\s+(?:mistake|error|apologies|bad)\b"
     r")",
     _I,

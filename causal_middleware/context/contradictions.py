@@ -14,6 +14,7 @@ from causal_middleware.context.statements import (
     REPORTED,
     STATEMENT,
     asks_for_information,
+    declarative_question,
     statement_kind,
 )
 from causal_middleware.context.text import (
@@ -45,6 +46,8 @@ _HYPOTHETICAL = re.compile(
 # ("30 days, surely?", "30 days, right?").
 _PROPOSAL = re.compile(
     r"^(?:isn't|wasn't|aren't|weren't|doesn't|didn't|hasn't|haven't|shouldn't|won't)\s+(?:it|that|this|they)\b|"
+    # ... or about a thing named ("isn't the day pass $20?", "wasn't your deposit 150?")
+    r"^(?:isn't|wasn't|aren't|weren't)\s+(?:the|your|its|their)\s+[^?]*?\d[^?]*\?+\s*$|"
     # a belief put as a question ("I thought it was 12 hours now?")
     r"^i\s+(?:thought|believed|was told|heard)\b|"
     r",\s*(?:surely|right|no|correct|isn't it|wasn't it|aren't they)\s*\?+\s*$|"
@@ -62,7 +65,9 @@ _CHANGE_QUESTION = re.compile(
 # A value stated for the answer's subject inside a longer sentence ("last time I looked it was 30
 # days"): an anaphoric subject and a copula right before it.
 _ANAPHORIC_COPULA = re.compile(
-    r"\b(?:it|that|this|they)(?:'s|'re| is| was| are| were| has been| had been| used to be)\s+"
+    r"\b(?:it|that|this|they)(?:'s|'re| is| was| are| were| has been| had been| used to be|"
+    # ... or a verb that states an amount ("last time it only took 3 days", "it cost me 40")
+    r"(?:\s+(?:only|just|actually|still|always|usually|never))?\s+(?:took|takes|lasted|lasts|cost|costs)(?:\s+(?:me|us))?)\s+"
     r"(?:now\s+|actually\s+|still\s+|only\s+|just\s+|really\s+)?$",
     _I,
 )
@@ -100,7 +105,7 @@ def contradictions(conversation: Conversation, found: list[Signal]) -> list[Sign
         for sent in sentences(n.content):
             shape = statement_kind(sent)
             body = LEAD_IN.sub("", expand_informal(sent).strip())
-            if shape == "question" and _PROPOSAL.search(body):
+            if shape == "question" and (_PROPOSAL.search(body) or declarative_question(sent)):
                 shape = "assertion"
             if shape in ("question", "request") or _HYPOTHETICAL.search(body):
                 continue

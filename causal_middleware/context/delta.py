@@ -193,6 +193,22 @@ def correction_delta(
         # "your colleague said you'd do up to 3 attempts" after "no more than 5 attempts": another
         # count of what the answer counted is a value, whatever the sentence's form
         return "value", recount[0], recount[1], None
+    recode = _recoded(correction, answer) if expected is None else None
+    if recode is not None:
+        # "QX42 gets rejected; the flyer says QX45" after "enter QX42": another code of the shape
+        # the answer gave is a value, whatever the sentence's form
+        return "value", recode[0], recode[1], None
+    if (
+        not got_span
+        and expected is not None
+        and answer is not None
+        and not _TRUTH_JUDGEMENT.search(correction)
+        and _no_value_in_dispute(expected, got, answer)
+    ):
+        # "it's leaking" after "that's normal, let me look": a bare word the user says of the
+        # situation, against an answer that stated no value, is no value to set right (one the
+        # user rejects by name, "we don't use fax any more", or calls the answer wrong for, is)
+        expected, got, parallel = None, None, None
     act = disapproved_act(correction)
     if act and (expected is None or value_kind(expected) not in STRONG_VALUE_KINDS):
         return "behaviour", correction.strip(), None, act
@@ -269,6 +285,22 @@ def correction_delta(
             # No value to set right, and the answer reported an act or an outcome of the agent's:
             # the objection is to what the agent did ("that doesn't seem right").
             return "behaviour", correction.strip(), None, act_rule(act)
+        if (
+            answer is not None
+            and not reports_absence(answer)
+            and not (got and contains(answer, got))
+            and not _TRUTH_JUDGEMENT.search(correction)
+            and (
+                _ADDRESSED.search(correction)
+                or share_stem(term_set(correction), term_set(answer))
+                or any(_ASKED_OF_ANSWER.match(sent.strip()) for sent in sentences(correction))
+            )
+        ):
+            # No value to set right, none of the answer's rejected, no absence reported and the
+            # answer's truth not judged, in a turn that speaks to the agent or of what it said:
+            # what the user objects to is what the agent did or advised ("you want me to force
+            # it? that could break something", "I don't think she'd want her number shared").
+            return "behaviour", correction.strip(), None, instruction_from(correction)
         return "none", None, got, None
     if got is not None and answer and value_kind(expected) == "number" and value_kind(got) == "number":
         # "100, not 50" against "50 GB": both numbers are in the answer's unit.
@@ -309,6 +341,56 @@ def correction_delta(
     if got is not None and answer and value_kind(expected) in STRONG_VALUE_KINDS:
         got = _completed(got, expected, answer)
     return "value", expected, got, None
+
+
+# A judgement of the answer's truth (not of the agent's conduct): "that's wrong", "out of date".
+_TRUTH_JUDGEMENT = re.compile(
+    r"\b(?:wrong|incorrect|inaccurate|untrue|not true|not right|false|mistaken|outdated|out of date|"
+    r"old (?:info|information|price|rate|number|figure|page|rule)s?|no longer)\b",
+    _I,
+)
+# The agent addressed: "you", "your".
+_ADDRESSED = re.compile(r"\b(?:you|you're|you've|you'd|you'll|your|yours)\b", _I)
+# A yes/no question about what was just said ("Is that safe?", "Would that not break it?").
+_ASKED_OF_ANSWER = re.compile(
+    r"^(?:is|was|are|were|would|could|should|can|will|does|did)(?:n't)?\s+(?:that|this|it)\b[^?]*\?$", _I
+)
+# A code: capitals and digits mixed in one token of four or more ("QX42", "SPRING25", "B2B4").
+_CODE = re.compile(r"(?<![\w-])(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{4,}(?![\w-])")
+
+
+def _recoded(correction: str, answer: str | None) -> tuple[str, str] | None:
+    """``(expected, got)`` when the answer gave one code and the correction names another one
+    (with or without the answer's beside it): "QX42 doesn't work, the leaflet says QX45" after
+    "use the code QX42". A code is a value of its own shape; words around it do not matter."""
+    if not answer:
+        return None
+    said = list(dict.fromkeys(_CODE.findall(answer)))
+    if len(said) != 1:
+        return None
+    fresh = [c for c in dict.fromkeys(_CODE.findall(correction)) if c != said[0]]
+    return (fresh[0], said[0]) if len(fresh) == 1 else None
+
+
+def _plain_words(span: str) -> bool:
+    """A span of lower-case words only: no digit, capital, number or ordinal word, nor quote."""
+    words = span.split()
+    return (
+        0 < len(words) <= 3
+        and all(re.fullmatch(r"[a-z][a-z'-]*", w) for w in words)
+        and not any(_word_form(w) for w in words)
+    )
+
+
+def _no_value_in_dispute(expected: str, got: str | None, answer: str) -> bool:
+    """The "value" is a few plain words (no number, code, name or unit) and the answer stated no
+    value at all and reported no absence: nothing of the answer's content is set right."""
+    return (
+        _plain_words(expected)
+        and (got is None or _plain_words(got))
+        and not find_values(answer)
+        and not reports_absence(answer)
+    )
 
 
 def _completed(got: str, expected: str, answer: str) -> str:

@@ -31,16 +31,19 @@ from causal_middleware.context.signal_patterns import (
     SENTIMENT_PATTERNS,
 )
 from causal_middleware.context.signals import Detection, Signal, SignalType
-from causal_middleware.context.statements import judging_text, statement_kind
+from causal_middleware.context.statements import asks_for_information, judging_text, statement_kind
 from causal_middleware.context.text import (
     content_tokens,
     expand_informal,
+    find_values,
     jaccard,
     quote,
     sentences,
+    share_stem,
     stem,
     term_seq,
     term_set,
+    word_number,
 )
 from causal_middleware.context.tool_errors import looks_like_error
 
@@ -95,6 +98,7 @@ def detect_offline(conversation: Conversation) -> Detection:
     signals += _repetitions(user_nodes)
     signals += _drift(conversation)
     signals += _feedback(conversation)
+    signals += _unanswered_replies(conversation, signals)
     signals += _abandonment(conversation, signals)
     signals.sort(key=lambda s: (s.turn, s.type.value))
     return Detection.from_signals(conversation.session_id, signals)
@@ -279,6 +283,85 @@ def _feedback(conversation: Conversation) -> list[Signal]:
         )
         for f in conversation.feedback
         if f.rating == "negative"
+    ]
+
+
+UNANSWERED_CONFIDENCE = 0.75
+# The user's own plan for what comes next ("I'll book it then"): a reply that closes, not one that objects.
+_OWN_PLAN = re.compile(r"\b(?:i|we)(?:'ll|\s+will|\s+shall|\s+am going to|'m going to|\s+are going to)\b", _I)
+# Gratitude closes an exchange ("Cheers, that's sorted it.", "Lovely, ta."), in any register.
+_GRATITUDE = re.compile(
+    r"\b(?:thanks?|thank you|thx|ty|cheers|ta|appreciated?|grateful|merci|danke|gracias|grazi[ae]|obrigad[oa])\b",
+    _I,
+)
+
+
+# A clause that asks: a question word, or a positive auxiliary, opens it ("is the shop open?",
+# "..., is that the same room?"); a negative one challenges ("isn't that for a fitter?").
+_ASKING_CLAUSE = re.compile(
+    r"^(?:(?:and|but|so|or|then)\s+)*(?:what|when|where|which|who|whom|whose|why|how|do|does|did|can|could|"
+    r"should|shall|will|would|may|might|is|are|am|was|were|have|has)\b(?!n't)",
+    _I,
+)
+
+
+def _open_question(sentence: str) -> bool:
+    """A question one of whose clauses asks for something, not one that challenges or restates."""
+    if not sentence.rstrip().endswith("?"):
+        return False
+    return any(_ASKING_CLAUSE.match(c.strip()) for c in re.split(r"[,;:]", sentence) if c.strip())
+
+
+def _unanswered_replies(conversation: Conversation, signals: list[Signal]) -> list[Signal]:
+    """A user's reply to an answer that the agent never answered, when it says something about
+    that exchange: it ends the session sharing a content word with the question or the answer
+    it replies to (not a thanks, a plan or a new question or request), or the user speaks again
+    without a reply in between. The user had the last word against the answer; no phrase family
+    is needed to read it as an objection ("I don't think she'd want her number given out.")."""
+    agents = [i for i, n in enumerate(conversation.nodes) if n.type == NodeType.AGENT]
+    if not agents:
+        return []
+    last_agent = conversation.nodes[agents[-1]]
+    tail = [n for n in conversation.nodes[agents[-1] + 1 :] if n.type == NodeType.USER]
+    if not tail:
+        return []
+    before = [n for n in conversation.nodes[: agents[-1]] if n.type == NodeType.USER]
+    exchange = term_set(last_agent.content) | (term_set(before[-1].content) if before else set())
+    # a repair re-asks what was meant (it is a misreading, not an objection); a repetition re-asks
+    flagged = {
+        s.node_id
+        for s in signals
+        if s.type in (SignalType.CORRECTION, SignalType.CONVERSATIONAL_REPAIR, SignalType.REPETITION)
+    }
+    node = tail[0]
+    text = expand_informal(node.content)
+    sents = sentences(text)
+    if (
+        node.id in flagged
+        or not sents
+        or BENIGN.search(text)
+        or _GRATITUDE.search(text)
+        or any(p.search(text) for p in ABANDON_PATTERNS)
+        or _OWN_PLAN.search(text)
+        # a value in the reply is the value rules' to read (a contradiction, a supplied answer, or
+        # the user's own case); this one reads replies about what the agent did
+        or find_values(text)
+        or any(word_number(w) is not None for w in re.findall(r"[a-z]+", text.lower()))
+        or any(asks_for_information(sent) or _open_question(sent) for sent in sents)
+    ):
+        return []
+    spoke_again = len(tail) > 1
+    about = share_stem(term_set(text), exchange) and statement_kind(sents[0]) != "request"
+    if not (spoke_again or about):
+        return []
+    return [
+        Signal(
+            type=SignalType.CORRECTION,
+            turn=node.turn,
+            node_id=node.id,
+            evidence=quote(f"{node.content} (left unanswered)"),
+            confidence=UNANSWERED_CONFIDENCE,
+        )
     ]
 
 

@@ -3,7 +3,9 @@
 AsciiDoc: a ``= Title`` line, then ``:name: value`` attribute lines (``:revdate: 2025-03-01``) up to
 the first blank line. reStructuredText and Markdown's setext form: a title line underlined (and
 perhaps overlined) with a run of one punctuation character, then reST's ``:Field: value`` docinfo
-lines. Markdown ATX (``# Title``) and HTML (``<title>``, ``<h1>``) give a title only.
+lines. A field list may open the page above its title instead (Sphinx's file-wide metadata,
+AsciiDoc attributes before the document title). Markdown ATX (``# Title``) and HTML (``<title>``,
+``<h1>``) give a title only.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ _HTML_TITLE = re.compile(r"<(?:title|h1)\b[^>]*>(?P<title>.*?)</(?:title|h1)>", 
 
 def markup_header(text: str) -> tuple[str | None, dict[str, str]]:
     """``(title, fields)`` the header at the top of a page states (AsciiDoc, reST, setext
-    Markdown); ``(None, {})`` when it opens otherwise."""
+    Markdown), with the fields of a field list above the title; ``(None, {})`` when it opens
+    otherwise."""
     lines = text.splitlines()
     i = 0
     while i < len(lines) and not lines[i].strip():
@@ -28,6 +31,17 @@ def markup_header(text: str) -> tuple[str | None, dict[str, str]]:
     if i == len(lines):
         return None, {}
     title: str | None = None
+    # A field list that opens the page, above its title: Sphinx's file-wide metadata, AsciiDoc
+    # attribute entries written before the document title.
+    lead: dict[str, str] = {}
+    while i < len(lines) and (f := _FIELD.match(lines[i])):
+        lead[f.group("name").strip()] = (f.group("value") or "").strip()
+        i += 1
+    if lead:
+        while i < len(lines) and not lines[i].strip():
+            i += 1
+        if i == len(lines):
+            return None, lead
     m = _ADOC_TITLE.match(lines[i])
     if m:
         title, i = m.group("title"), i + 1
@@ -45,7 +59,7 @@ def markup_header(text: str) -> tuple[str | None, dict[str, str]]:
             title, i = lines[at].strip(), at + 2
             while i < len(lines) and not lines[i].strip():
                 i += 1  # reST's docinfo fields follow the title after a blank line
-    fields: dict[str, str] = {}
+    fields: dict[str, str] = dict(lead)
     while title is not None and i < len(lines) and lines[i].strip():
         f = _FIELD.match(lines[i])
         if not f:

@@ -429,6 +429,11 @@ def _root_without_value(
                 if rel >= RELEVANCE_MIN:
                     return n, None, path or n.source, "the right content was in the context"
     retrievals = [n for n in seg_nodes if n.type == NodeType.KB_RETRIEVAL]
+    if fp.target is not None and fp.target.type == NodeType.AGENT:
+        # a segment may hold several questions: the search made in the turn of the answer that
+        # came up empty is the one that found nothing
+        own_turn = [n for n in retrievals if n.turn == fp.target.turn]
+        retrievals = own_turn or retrievals
     relevant = [n for n in retrievals if not subject or relevance(subject, n.content) > 0] or retrievals
     named = _searched_for_absence(retrievals, fp.target)
     if named is not None:

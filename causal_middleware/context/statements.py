@@ -9,7 +9,9 @@ from causal_middleware.context.text import expand_informal, sentences
 _I = re.IGNORECASE
 
 STATEMENT = re.compile(
-    r"\b(?:is|are|was|were|it's|that's|they're|costs?|takes?|lasts?|not|told|said|says|heard)\b", _I
+    r"\b(?:is|are|was|were|it's|that's|they're|costs?|takes?|took|lasts?|lasted|pays|paid|not|told|said|says|"
+    r"heard)\b",
+    _I,
 )
 
 # Leading words that carry no subject ("well, ...", "hmm, ...", "oh ...").
@@ -55,10 +57,40 @@ def statement_kind(sentence: str) -> str:
     return "other"
 
 
+# A question opening with an auxiliary ("is it ...?", "didn't you ...?") or holding a question word
+# asks; one in a statement's word order ("The sign says 9pm?", "Surely it's 60 minutes?") asserts.
+_AUXILIARY_OPENING = re.compile(
+    r"^(?:do|does|did|can|could|should|shall|must|will|would|may|might|is|are|am|was|were|have|has|had)"
+    r"(?:n't)?\b",
+    _I,
+)
+_QUESTION_WORD = re.compile(r"\b(?:what|when|where|which|who|whom|whose|why|how)\b", _I)
+_CONJUNCTION_OPENING = re.compile(r"^(?:(?:and|but|so|or|then)\b\s*)+", _I)
+# A sentence adverb before the subject ("surely", "apparently", "honestly").
+_ADVERB_OPENING = re.compile(r"^[a-z]+ly\b,?\s+", _I)
+
+
+def declarative_question(sentence: str) -> bool:
+    """A sentence in a statement's word order that ends with a question mark: it puts a claim up
+    for confirmation rather than asking for information ("Your page shows 30 days?", "Surely it's
+    60 minutes?"). Read from how it opens: a subject first, no auxiliary, no question word."""
+    text = expand_informal(sentence).strip()
+    if not text.endswith("?"):
+        return False
+    body = _ADVERB_OPENING.sub("", _INTERJECTION.sub("", LEAD_IN.sub("", text)))
+    if not body or _QUESTION_WORD.search(body):
+        return False
+    # every clause in a statement's order: "I paid $30 last time, is that still right?" ends by asking
+    clauses = [_CONJUNCTION_OPENING.sub("", c.strip()) for c in re.split(r"[,;:]|\s[-\u2013\u2014]\s", body)]
+    if any(_AUXILIARY_OPENING.match(c) for c in clauses if c):
+        return False
+    return bool(_SUBJECT_OPENING.match(body) or _FIRST_PERSON.match(body))
+
+
 REPORTED = re.compile(
     r"\b(?:says?|said|saying|told|tells|states?|stated|stating|shows?|showed|shown|showing|reads|quotes?|"
     r"quoted|lists?|listed|mentions?|mentioned|heard|according to|confirms?|confirmed|wrote|writes|"
-    r"advertised|advertises|displays|displayed|posted)\b",
+    r"advertised|advertises|displays|displayed|posted|read)\b",
     _I,
 )
 

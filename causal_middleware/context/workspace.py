@@ -54,6 +54,11 @@ BACKUP_DIR = ".causal-backup"
 TEXT_SUFFIXES = (
     ".md", ".txt", ".markdown", ".mdx", ".adoc", ".asciidoc", ".rst", ".html", ".htm", ".yaml", ".yml", ".json",
 )  # fmt: skip
+# Formats that are never text context, whatever bytes a file of them starts with
+BINARY_SUFFIXES = frozenset(
+    ".pdf .png .jpg .jpeg .gif .webp .ico .zip .gz .tgz .bz2 .xz .7z .tar .doc .docx .xls .xlsx .ppt "
+    ".pptx .odt .ods .odp .pyc .so .dll .exe .bin .db .sqlite .woff .woff2 .ttf .mp3 .mp4 .wav".split()
+)
 
 CONFIG_NAMES = ("causal-context.yaml", "causal-context.yml")
 
@@ -113,6 +118,8 @@ def _split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     if not text.startswith("---"):
         return {}, text
     lines = text.splitlines(keepends=True)
+    if lines[0].rstrip() != "---":
+        return {}, text  # a rule or a wiki data block ("---- dataentry ----"), not front matter
     for i in range(1, len(lines)):
         if lines[i].strip() == "---":
             raw = "".join(lines[1:i])
@@ -179,11 +186,9 @@ def check_context_target(path: str, layout: WorkspaceLayout | None = None) -> st
                 f"workspace path {path!r} is not a context file: the workspace config "
                 f"{layout.source or ''} declares {layout.describe()}; only those may be written"
             )
-        if PurePosixPath(rel).suffix not in TEXT_SUFFIXES:
-            raise ValueError(
-                f"workspace path {path!r} is not a text context file ({', '.join(TEXT_SUFFIXES)})"
-            )
-        return rel
+        if PurePosixPath(rel).suffix.lower() in BINARY_SUFFIXES:
+            raise ValueError(f"workspace path {path!r} is a binary format, not a text context file")
+        return rel  # any other declared file is context whatever its suffix (the config says so)
     if rel != SYSTEM_PROMPT_PATH and (len(parts) < 2 or parts[0] not in CONTEXT_DIRS):
         raise ValueError(
             f"workspace path {path!r} is not a context file: only {SYSTEM_PROMPT_PATH} and files under "
@@ -678,15 +683,30 @@ def _declared_files(base: Path, layout: WorkspaceLayout) -> dict[str, str]:
                 continue
             f = Path(dirpath) / name
             rel = f.relative_to(base).as_posix()
-            if f.suffix not in TEXT_SUFFIXES or layout.kind(rel) == "other":
+            if layout.kind(rel) == "other" or f.suffix.lower() in BINARY_SUFFIXES:
                 continue
             real = f.resolve()
             if not real.is_relative_to(real_base) or not real.is_file():
                 continue  # a symlink out of the workspace
             if real.stat().st_size > MAX_FILE_BYTES:
                 continue
-            files[rel] = f.read_text(encoding="utf-8")
+            text = _text_or_none(f.read_bytes())
+            if text is not None:
+                files[rel] = text
     return files
+
+
+def _text_or_none(data: bytes) -> str | None:
+    """The file's text when it is UTF-8 text; None for binary content. A declared layout names its
+    files by glob, so any text format it declares is read (TOML, Protocol Buffers, ...), not only
+    the markup suffixes a bare workspace is scanned for."""
+    if b"\0" in data:
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return text.replace("\r\n", "\n").replace("\r", "\n")  # as read_text's universal newlines
 
 
 def _warn_unmatched(base: Path, layout: WorkspaceLayout, declared: Mapping[str, str]) -> None:
@@ -708,7 +728,8 @@ def _warn_unmatched(base: Path, layout: WorkspaceLayout, declared: Mapping[str, 
             continue
         matched = [f for f in present if rx.match(f)]
         why = (
-            f"matches {len(matched)} file(s) but none it reads (text suffixes: {', '.join(TEXT_SUFFIXES)})"
+            f"matches {len(matched)} file(s) but none it reads (a binary format, not UTF-8 text, "
+            f"or over {MAX_FILE_BYTES:,} bytes)"
             if matched
             else "matches no file"
         )

@@ -1,0 +1,93 @@
+"""A declared layout reads every text file it declares, whatever the format's suffix (TOML
+procedures, Protocol Buffers tool definitions), skips binary ones with a warning, writes only text
+formats, and a line of dashes that opens a wiki data block is not YAML front matter.
+
+The workspace is written for these tests: a hill-top public observatory's front desk (telescope
+loans, dome tours), a setting no domain or kit of the benchmark uses."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+
+from causal_middleware.context.workspace import Workspace, check_context_target, split_front_matter
+
+PROMPT = "Front desk assistant of the Greyfell Observatory.\nRules:\n- Answer from the visitor pages.\n"
+LOANS_TOML = (
+    '[metadata]\ntitle = "Telescope loans"\nowner = "front desk"\n\n'
+    '[[steps]]\ntext = "Members may borrow a travel telescope for up to 14 days."\n'
+)
+PROTO = (
+    'syntax = "proto3";\n\n// Books a dome tour. The visitor is named by `visitor_ref`.\n'
+    "service BookTour {\n  rpc BookTour(BookTourRequest) returns (BookTourReply);\n}\n"
+    "message BookTourRequest {\n  // the visitor's reference, e.g. GV-2231\n  string visitor_ref = 1;\n}\n"
+)
+
+
+def _layout(tmp_path: Path, config: str) -> None:
+    (tmp_path / "desk" / "procedures").mkdir(parents=True)
+    (tmp_path / "desk" / "api").mkdir()
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "prompt.txt").write_text(PROMPT)
+    (tmp_path / "pages" / "tours.md").write_text("# Dome tours\n\nDome tours last 40 minutes.\n")
+    (tmp_path / "desk" / "procedures" / "loans.toml").write_bytes(LOANS_TOML.replace("\n", "\r\n").encode())
+    (tmp_path / "desk" / "api" / "book_tour.proto").write_text(PROTO)
+    (tmp_path / "causal-context.yaml").write_text(config)
+
+
+def test_declared_text_files_are_read_whatever_their_suffix(tmp_path: Path) -> None:
+    _layout(
+        tmp_path,
+        "prompt: prompt.txt\nkb: pages/*.md\nskills: desk/procedures/*.toml\ntools: desk/api/\n",
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every glob yields a file it reads: no warning
+        ws = Workspace.from_dir(tmp_path)
+    assert ws.read("desk/procedures/loans.toml") == LOANS_TOML  # newlines as read_text gives them
+    assert ws.component_type("desk/procedures/loans.toml") == "skill"
+    assert ws.tool_prompt_path("book_tour") == "desk/api/book_tour.proto"
+    assert "visitor_ref" in ws.read(ws.tool_prompt_path("book_tour") or "")
+    # a change to a declared file of any text format can be written back; a binary format cannot
+    assert check_context_target("desk/procedures/loans.toml", ws.layout) == "desk/procedures/loans.toml"
+    with pytest.raises(ValueError, match="binary format"):
+        check_context_target("desk/api/map.pdf", ws.layout)
+
+
+def test_binary_files_a_glob_matches_are_skipped_with_a_warning(tmp_path: Path) -> None:
+    _layout(tmp_path, "prompt: prompt.txt\nkb: pages/*.md\nskills: [desk/procedures/*.toml, desk/scans/*]\n")
+    (tmp_path / "desk" / "scans").mkdir()
+    (tmp_path / "desk" / "scans" / "rota.pdf").write_bytes(b"%PDF-1.4\n")
+    (tmp_path / "desk" / "scans" / "badge.dat").write_bytes(b"\x00\x01\xffGV")
+    with pytest.warns(UserWarning) as caught:
+        ws = Workspace.from_dir(tmp_path)
+    assert any("'desk/scans/*' matches 2 file(s) but none it reads" in str(w.message) for w in caught)
+    assert not ws.exists("desk/scans/rota.pdf") and not ws.exists("desk/scans/badge.dat")
+    assert ws.exists("desk/procedures/loans.toml")
+
+
+def test_a_bare_workspace_still_reads_only_markup_suffixes(tmp_path: Path) -> None:
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "system_prompt.md").write_text(PROMPT)
+    (tmp_path / "kb" / "tours.md").write_text("# Dome tours\n\nDome tours last 40 minutes.\n")
+    (tmp_path / "kb" / "notes.toml").write_text('title = "not read"\n')
+    ws = Workspace.from_dir(tmp_path)
+    assert ws.exists("kb/tours.md") and not ws.exists("kb/notes.toml")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "---- dataentry loans ----\nreviewed_dt : 2026-03-02\n----\n\n====== Telescope loans ======\n",
+        "-----\nA rule above the page.\n",
+    ],
+)
+def test_a_line_of_more_than_three_dashes_is_not_front_matter(text: str) -> None:
+    assert split_front_matter(text) == ({}, text)
+
+
+def test_yaml_front_matter_is_still_read_and_an_unclosed_one_refused() -> None:
+    assert split_front_matter("---\ntitle: Dome tours\n---\nBody\n") == ({"title": "Dome tours"}, "Body\n")
+    with pytest.raises(ValueError, match="never closed"):
+        split_front_matter("---\ntitle: Dome tours\nBody\n")
