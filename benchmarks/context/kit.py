@@ -561,7 +561,7 @@ def _year(text: str) -> int:
     m = re.match(r"(\d{4})", change_date(meta) or "")
     if m:
         return int(m.group(1))
-    years = [int(y) for y in re.findall(r"\b((?:19|20)\d\d)-[01]\d-[0-3]\d\b", text)]
+    years = [int(y) for y in re.findall(r"(?<!\d)((?:19|20)\d\d)-[01]\d-[0-3]\d(?!\d)", text)]
     return max(years) if years else 2024
 
 

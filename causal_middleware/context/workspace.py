@@ -235,6 +235,8 @@ _KIND_KEYS: dict[str, ComponentType] = {
 }
 _GLOB_CHARS = re.compile(r"[*?\[]")
 _MULTI_TOOL_SUFFIXES = (".json", ".yaml", ".yml")
+# Keys beside "name" that make a mapping one tool's definition rather than a {name: description} list
+_TOOL_SCHEMA_KEYS = frozenset({"description", "inputSchema", "input_schema", "parameters", "args_schema"})
 MAX_FILE_BYTES = 2_000_000  # a declared file larger than this is not read as context
 
 
@@ -400,14 +402,23 @@ def _glob_re(pattern: str) -> re.Pattern[str]:
                 seg += r"[^/]"
             elif c == "[" and "]" in part[j + 1 :]:
                 end = part.index("]", j + 1)
-                body = part[j + 1 : end]
-                seg += "[" + ("^" + re.escape(body[1:]) if body.startswith("!") else re.escape(body)) + "]"
+                seg += _class_re(part[j + 1 : end])
                 j = end
             else:
                 seg += re.escape(c)
             j += 1
         out.append(seg if last else seg + "/")
     return re.compile("".join(out) + r"\Z")
+
+
+def _class_re(body: str) -> str:
+    """A glob character class (``[a-z0-9]``, ``[!_]``) as a regex class: ranges kept, every other
+    character literal, a negated class never matching ``/``."""
+    negated = body.startswith("!")
+    if negated:
+        body = body[1:]
+    chars = "".join("-" if c == "-" and 0 < k < len(body) - 1 else re.escape(c) for k, c in enumerate(body))
+    return f"[^/{chars}]" if negated else f"[{chars}]"
 
 
 def _literal_prefix(pattern: str) -> str:
@@ -433,6 +444,10 @@ def _tool_names_in(path: str, text: str) -> list[str] | None:
         return None
     if isinstance(data, dict) and isinstance(data.get("tools"), list | dict):
         data = data["tools"]
+    elif isinstance(data, dict) and isinstance(data.get("function"), dict):
+        data = data["function"]  # one OpenAI-style tool
+    if isinstance(data, dict) and isinstance(data.get("name"), str) and _TOOL_SCHEMA_KEYS & data.keys():
+        return [data["name"]]  # one tool's manifest (an MCP tool, a function definition)
     names: list[str] = []
     if isinstance(data, list):
         for item in data:

@@ -91,3 +91,41 @@ def test_yaml_front_matter_is_still_read_and_an_unclosed_one_refused() -> None:
     assert split_front_matter("---\ntitle: Dome tours\n---\nBody\n") == ({"title": "Dome tours"}, "Body\n")
     with pytest.raises(ValueError, match="never closed"):
         split_front_matter("---\ntitle: Dome tours\nBody\n")
+
+
+def test_one_tool_manifest_per_file_names_its_tool(tmp_path: Path) -> None:
+    (tmp_path / "mcp").mkdir()
+    (tmp_path / "prompt.txt").write_text(PROMPT)
+    manifest = (
+        '{"name": "book_tour", "title": "Book a dome tour", "description": "Books a tour for `visitor_ref`.",'
+        ' "inputSchema": {"type": "object", "properties": {"visitor_ref": {"type": "string"}}}}'
+    )
+    (tmp_path / "mcp" / "book-tour.json").write_text(manifest)
+    (tmp_path / "mcp" / "loan.json").write_text(
+        '{"type": "function", "function": {"name": "lend_telescope", "parameters": {"type": "object"}}}'
+    )
+    (tmp_path / "mcp" / "catalogue.json").write_text(
+        '{"name": "desk tools", "description": "all of them", "tools": [{"name": "cancel_tour"}, {"name": "find_visitor"}]}'
+    )
+    (tmp_path / "causal-context.yaml").write_text("prompt: prompt.txt\ntools: mcp/\n")
+    ws = Workspace.from_dir(tmp_path)
+    assert ws.tool_names() == ["book_tour", "cancel_tour", "find_visitor", "lend_telescope"]
+    assert ws.tool_prompt_path("book_tour") == "mcp/book-tour.json"
+    assert ws.tool_prompt_path("find_visitor") == "mcp/catalogue.json"
+
+
+def test_glob_character_classes_keep_their_ranges(tmp_path: Path) -> None:
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "prompt.txt").write_text(PROMPT)
+    for name in ("tours.md", "9-evenings.md", "_index.md", "Zones.md", "a-z.md"):
+        (tmp_path / "pages" / name).write_text(f"# {name}\n\nText.\n")
+    (tmp_path / "causal-context.yaml").write_text("prompt: prompt.txt\nkb: pages/[a-z0-9]*.md\n")
+    ws = Workspace.from_dir(tmp_path)
+    assert sorted(e.path for e in ws.kb_entries()) == [
+        "pages/9-evenings.md",
+        "pages/a-z.md",
+        "pages/tours.md",
+    ]
+    (tmp_path / "causal-context.yaml").write_text("prompt: prompt.txt\nkb: pages/[!_]*.md\n")
+    ws = Workspace.from_dir(tmp_path)
+    assert "pages/_index.md" not in {e.path for e in ws.kb_entries()} and len(ws.kb_entries()) == 4
