@@ -33,6 +33,7 @@ from causal_middleware.context.text import (
     contains,
     content_tokens,
     find_values,
+    frequencies,
     in_answer_units,
     magnitude,
     normalize,
@@ -338,6 +339,11 @@ def correction_delta(
                 if same
                 else (other[0] if kind in STRONG_VALUE_KINDS and len(other) == 1 else None)
             )
+    if got is None and answer and value_kind(expected) == "frequency":
+        # "3 times a day" against "twice a day": the answer's one other frequency
+        said = [f for f in frequencies(answer) if not same_value(f, expected)]
+        if len(said) == 1:
+            got = said[0]
     if got is not None and answer and value_kind(expected) in STRONG_VALUE_KINDS:
         got = _completed(got, expected, answer)
     return "value", expected, got, None

@@ -4,7 +4,8 @@ AsciiDoc: a ``= Title`` line, then ``:name: value`` attribute lines (``:revdate:
 the first blank line. reStructuredText and Markdown's setext form: a title line underlined (and
 perhaps overlined) with a run of one punctuation character, then reST's ``:Field: value`` docinfo
 lines. A field list may open the page above its title instead (Sphinx's file-wide metadata,
-AsciiDoc attributes before the document title). Markdown ATX (``# Title``) and HTML (``<title>``,
+AsciiDoc attributes before the document title). A wiki heading (``====== Title ======``), then
+perhaps a wiki data block of ``key : value`` lines between ``---- name ----`` and ``----``. Markdown ATX (``# Title``) and HTML (``<title>``,
 ``<h1>``) give a title only.
 """
 
@@ -17,6 +18,14 @@ _ADOC_TITLE = re.compile(r"^=\s+(?P<title>\S.*?)\s*$")
 _FIELD = re.compile(r"^:(?P<name>[A-Za-z][\w .-]*?):(?:\s+(?P<value>.*?))?\s*$")
 _UNDERLINE = re.compile(r"^([=\-~^*#+`:.'\"_])\1{2,}\s*$")
 _ATX = re.compile(r"^#\s+(?P<title>\S.*?)\s*#*\s*$")
+# A wiki heading closed by the run that opens it (DokuWiki's ``====== Title ======``, MediaWiki's
+# ``= Title =``): the first one at the top of a page is its title.
+_WIKI_HEADING = re.compile(r"^(?P<run>={1,6})[ \t]*(?P<title>[^=\s](?:.*?[^=\s])?)[ \t]*(?P=run)[ \t]*$")
+# A wiki data block of ``key : value`` lines (DokuWiki's data plugin): ``---- dataentry NAME ----``
+# up to a closing ``----``.
+_DATA_OPEN = re.compile(r"^-{4,}\s*[A-Za-z][\w-]*(?:\s+[\w-]+)*\s*-{4,}\s*$")
+_DATA_CLOSE = re.compile(r"^-{4,}\s*$")
+_DATA_FIELD = re.compile(r"^(?P<name>[A-Za-z][\w .-]*?)\s*:\s*(?P<value>.*?)\s*$")
 _HTML_TITLE = re.compile(r"<(?:title|h1)\b[^>]*>(?P<title>.*?)</(?:title|h1)>", re.IGNORECASE | re.DOTALL)
 
 
@@ -42,7 +51,13 @@ def markup_header(text: str) -> tuple[str | None, dict[str, str]]:
             i += 1
         if i == len(lines):
             return None, lead
-    m = _ADOC_TITLE.match(lines[i])
+    w = _WIKI_HEADING.match(lines[i])
+    m = _ADOC_TITLE.match(lines[i]) if w is None else None
+    if w:
+        title, i = w.group("title"), i + 1
+        while i < len(lines) and not lines[i].strip():
+            i += 1
+        return title, {**lead, **_data_block(lines, i)}
     if m:
         title, i = m.group("title"), i + 1
         # the author and revision lines an AsciiDoc header may carry before its attributes
@@ -69,10 +84,25 @@ def markup_header(text: str) -> tuple[str | None, dict[str, str]]:
     return title, fields
 
 
+def _data_block(lines: list[str], i: int) -> dict[str, str]:
+    """The ``key : value`` fields of a wiki data block that opens at line ``i`` (``{}`` if none)."""
+    if i >= len(lines) or not _DATA_OPEN.match(lines[i]):
+        return {}
+    fields: dict[str, str] = {}
+    for line in lines[i + 1 :]:
+        if _DATA_CLOSE.match(line):
+            return fields
+        f = _DATA_FIELD.match(line)
+        if f is None:
+            return {}
+        fields[f.group("name").strip()] = f.group("value")
+    return {}
+
+
 def first_title(text: str) -> str | None:
     """The first top-level heading of a page: ``# Title``, a ``= Title`` line, or HTML's title."""
     for line in text.splitlines():
-        m = _ATX.match(line) or _ADOC_TITLE.match(line)
+        m = _ATX.match(line) or _ADOC_TITLE.match(line) or _WIKI_HEADING.match(line)
         if m:
             return m.group("title")
     m = _HTML_TITLE.search(text)

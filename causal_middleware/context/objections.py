@@ -277,7 +277,12 @@ def behavioural_objection(sentence: str) -> bool:
 
 
 # "so why did you?", "then why would you?": the challenge of what the agent did, its verb left out.
-_ELLIPTICAL_WHY = re.compile(r"\bwhy\s+(?:did|would|do|are|were)\s+you\s*\?+\s*$", _I)
+_ELLIPTICAL_WHY = re.compile(
+    r"\bwhy\s+(?:did|would|do|are|were)\s+you\s*\?+\s*$|"
+    # the user asks why the agent said what it said ("so why did you tell me it was booked?")
+    r"\bwhy\s+(?:did|would)\s+you\s+(?:tell|say|promise|confirm|claim)\b[^?]*\?",
+    _I,
+)
 # A question in statement order about the agent, with a marker of disbelief: "you can just tell me
 # that?", "you're really giving me a form?" (an ordinary confirmation, "you're open on Sunday?",
 # has no such marker).

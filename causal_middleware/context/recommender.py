@@ -31,6 +31,7 @@ from causal_middleware.context.recommendation import (
     unified_diff,
 )
 from causal_middleware.context.root_cause import ContextDiagnosis
+from causal_middleware.context.signal_patterns import MISREAD_PATTERN
 from causal_middleware.context.text import (
     CONVERSATION_WORDS,
     QUESTION_WORDS,
@@ -281,12 +282,20 @@ class _Recommender:
             text, prompt, hits = None, None, []
         current = self._current(path) if path else None
         base = text if text is not None else current
-        if got is None and expected is None and base is not None and self.delta.anchor_node_id:
-            # the error names only the required argument the call left out: the call sent it under
-            # the name the description gives for it
+        if (
+            got is None
+            and (expected is None or not contains(base or "", expected))
+            and base is not None
+            and self.delta.anchor_node_id
+        ):
+            # the error names only the required argument the call left out (the delta may already
+            # carry it as the expected value): the call sent it under the name the description
+            # gives for it
             failed = self.conv.node(self.delta.anchor_node_id)
             if failed is not None and failed.output:
-                expected, got = renamed_argument(failed.output, failed.content or "", base)
+                renamed, sent = renamed_argument(failed.output, failed.content or "", base)
+                if sent is not None and (expected is None or renamed == expected):
+                    expected, got = renamed, sent
         if (
             self.explore
             and base is not None
@@ -484,10 +493,15 @@ class _Recommender:
             section_hits = [d.path for d in (self.root.documents if self.root else []) if d.path]
         wrong = bool(r_text and got and contains(r_text, got))
         right = bool(r_text and expected and contains(r_text, expected))
+        # the user says the answer was about something else: the retrieved entry's value is no
+        # rival claim about what they asked
+        misread = self._answer_misread()
         conflicts = [
             c
             for c in cands
-            if wrong and self._same_claim(r_text or "", got or "", self.ws.read(c), expected or "")
+            if wrong
+            and not misread
+            and self._same_claim(r_text or "", got or "", self.ws.read(c), expected or "")
         ]
         dims = Dimensions(
             existence=Dimension(
@@ -518,8 +532,10 @@ class _Recommender:
                 return self._resolve_conflict(r_path, conflicts, dims)
             # The faulty entry is about what the user asked: it is stale. Otherwise the search
             # brought the wrong entry, and the one stating the expected value is not reachable.
-            off_topic = value_kind(got or "") != value_kind(expected or "") or not self._about_user(
-                r_text or "", got or ""
+            off_topic = (
+                misread
+                or value_kind(got or "") != value_kind(expected or "")
+                or not self._about_user(r_text or "", got or "")
             )
             if cands and off_topic:
                 if any(c in self.retrieved for c in cands):
@@ -601,6 +617,15 @@ class _Recommender:
         # sentence words it otherwise ("each file can be at most 10 MB" for "the upload size limit").
         labels = term_set(" ".join(_labels(meta))) - _DROP
         return len(self.subject & labels) >= 2 and len(self.subject & labels) * 2 >= len(self.subject)
+
+    def _answer_misread(self) -> bool:
+        """Whether the user's reply says the answer was about something other than what they asked."""
+        anchor = self.conv.node(self.delta.anchor_node_id) if self.delta.anchor_node_id else None
+        return bool(
+            anchor is not None
+            and anchor.type == NodeType.USER
+            and MISREAD_PATTERN.search(anchor.content or "")
+        )
 
     def _shown_and_passed_over(self) -> set[str]:
         """The documents of the root retrieval when the answer it led to reported finding nothing."""

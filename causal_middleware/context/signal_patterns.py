@@ -133,6 +133,19 @@ REPAIR_PATTERNS = tuple(
         ),
     )
 )
+# The user says the answer was about something other than what they asked ("That's not what I
+# asked", "you misunderstood", "no, a different thing"): what it said of that other thing is no
+# claim about theirs.
+MISREAD_PATTERN = re.compile(
+    r"\b(?:that's|that is|this is) not what I (?:asked|meant)\b|\bnot what I (?:asked|meant)\b|"
+    r"\byou misunderstood\b|\b(?:that's|that is|this is|it's) (?:a |an )?(?:different|other|separate) "
+    r"(?:thing|question|matter|topic|subject)\b|\b(?:doesn't|does not|didn't|did not) answer (?:my|the) question\b|"
+    r"\b(?:that's|that is|this is|it's|that was) (?:all )?about something else\b|"
+    r"^\W*no\b[,.!\s-]+(?:that's\s+|that is\s+|it's\s+|this is\s+|i meant\s+)?(?:a\s+|an\s+)?"
+    r"(?:different|another|other|separate)\s+(?:thing|question|matter|topic|issue|subject)\b|"
+    r"\byou(?:'re| are)\s+answering\s+(?:a\s+|an\s+)?(?:different|another|other|the wrong)\b",
+    _I,
+)
 CLARIFICATION_PATTERNS = tuple(
     (re.compile(p, _I), c)
     for p, c in (

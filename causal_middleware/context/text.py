@@ -118,6 +118,14 @@ _DURATION = (
     )
     + r")an?\s+(?:business |calendar |working )?(?:minute|hour|day|week|month|year)\b(?!\s*(?:or|and)\s+(?:two|2|so)\b)"
 )
+# A frequency: a count of times per unit of time ("3 times per week", "two times a day"). Compared
+# by count and unit. The one-word counts ("twice a day", "once a month") are read by
+# :func:`frequencies` only: alone in a sentence they are how often something happens, not a value.
+_PER_UNIT = r"\s+(?:a|an|per|each|every)\s+(?:day|night|week|fortnight|month|year|hour|minute)\b"
+_FREQUENCY = r"\b(?:\d+|" + _WORD_NUM + r")\s+times" + _PER_UNIT
+_ANY_FREQUENCY = re.compile(
+    r"\b(?:(?:once|twice|thrice)|(?:\d+|" + _WORD_NUM + r")\s+times)" + _PER_UNIT, re.IGNORECASE
+)
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _DATE = (
     # "15 December", "the 3rd of March 2025"
@@ -216,6 +224,7 @@ _WEEKDAY = (
 VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("money", re.compile(_MONEY, re.IGNORECASE)),
     ("percent", re.compile(_PERCENT, re.IGNORECASE)),
+    ("frequency", re.compile(_FREQUENCY, re.IGNORECASE)),
     ("dimensions", re.compile(_DIMENSIONS, re.IGNORECASE)),
     ("size", re.compile(_SIZE, re.IGNORECASE)),
     ("measure", re.compile(_MEASURE, re.IGNORECASE)),
@@ -233,7 +242,18 @@ VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 # values of one of these kinds for the same subject contradict each other.
 # (A weekday is a value but not a measured one: "the carrier says Monday" reports an outcome as
 # often as it states a schedule.)
-MEASURED_KINDS = ("money", "percent", "duration", "date", "time", "size", "measure", "dimensions", "ordinal")
+MEASURED_KINDS = (
+    "money",
+    "percent",
+    "duration",
+    "date",
+    "time",
+    "size",
+    "measure",
+    "dimensions",
+    "ordinal",
+    "frequency",
+)
 
 
 def content_tokens(text: str | None, *, drop: Iterable[str] = ()) -> list[str]:
@@ -370,6 +390,8 @@ def magnitude(kind: str, span: str) -> tuple[str, float] | None:
     span = re.sub(r"^an?\s+", "1 ", _in_digits(span), flags=re.IGNORECASE)
     if kind == "money":
         return _money(span)
+    if kind == "frequency":
+        return _frequency(span)
     if kind not in ("size", "measure", "duration"):
         return None
     m = _QTY.search(span)
@@ -399,6 +421,23 @@ def magnitude(kind: str, span: str) -> tuple[str, float] | None:
     word = word[:-1] if word.endswith("s") else word
     secs = _DURATION_SECONDS.get(word)
     return (f"{qualifier}seconds", amount * secs) if secs else None
+
+
+_ONCE = {"once": 1, "twice": 2, "thrice": 3}
+
+
+def _frequency(span: str) -> tuple[str, float] | None:
+    """``("per day", 2.0)`` for "twice a day", "2 times per day" and "two times a day" alike."""
+    words = normalize(_in_digits(span)).split()
+    if len(words) < 2:
+        return None
+    count = _ONCE.get(words[0])
+    if count is None:
+        m = re.match(r"\d+", words[0])
+        if m is None:
+            return None
+        count = int(m.group(0))
+    return f"per {words[-1]}", float(count)
 
 
 _CURRENCY_NAMES = {"$": "usd", "€": "eur", "£": "gbp", "¥": "jpy", "₹": "inr", "dollars": "usd", "euros": "eur",
@@ -444,6 +483,11 @@ def in_answer_units(values: list[tuple[str, str]], answer: list[tuple[str, str]]
     ]
 
 
+def frequencies(text: str | None) -> list[str]:
+    """The frequencies ``text`` states, one-word counts included ("twice a day", "3 times a week")."""
+    return [m.group(0) for m in _ANY_FREQUENCY.finditer(text or "")]
+
+
 def same_value(a: str | None, b: str | None) -> bool:
     """Whether two value spans state the same value: equal text, or equal magnitude when both are
     measured in convertible units ("2 GB" == "2GB" == "2000 MB"; "48 hours" == "2 days")."""
@@ -451,6 +495,8 @@ def same_value(a: str | None, b: str | None) -> bool:
         return a is b
     if normalize(a) == normalize(b):
         return True
+    if _ANY_FREQUENCY.fullmatch(a.strip()) and _ANY_FREQUENCY.fullmatch(b.strip()):
+        return _frequency(a) == _frequency(b)
     ka, kb = value_kind(a), value_kind(b)
     if ka != kb:
         return False

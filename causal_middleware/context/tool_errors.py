@@ -619,7 +619,45 @@ def renamed_argument(output: str, args_text: str, description: str) -> tuple[str
             if at:
                 return expected, min(at, key=lambda k: at[k])
     stems = {w.rstrip("s") for w in words if len(w) > 2}
-    sharing = [k for k in keys if stems & {w.rstrip("s") for w in _words_of(k) if len(w) > 2}]
+    sharing = [k for k in keys if stems & _stems(k)]
     if len(sharing) == 1:
         return expected, sharing[0]
+    if len(sharing) > 1:
+        # several sent names share a word with the required one ("pickup_time" and "postcode" for
+        # "pickup_postcode"): the one whose name and documentation cover most of the required
+        # name's words, then the one with fewest words the required name lacks
+        def fit(k: str) -> tuple[int, int]:
+            said = _stems(k) | _stems(_documentation_of(description, k))
+            return len(stems & said), -len(_stems(k) - stems)
+
+        ranked = sorted(sharing, key=fit, reverse=True)
+        if fit(ranked[0]) != fit(ranked[1]):
+            return expected, ranked[0]
     return None, None
+
+
+def _stems(text: str) -> set[str]:
+    """The words of a name or a text longer than two letters, a plural ``s`` dropped."""
+    return {w.rstrip("s") for w in _words_of(re.sub(r"[^A-Za-z0-9]+", " ", text)) if len(w) > 2}
+
+
+def _documentation_of(description: str, name: str) -> str:
+    """What a tool description says of one argument: the rest of the line that names it (a JSON or
+    protobuf field, ``name: text``), and when that line says little itself, the lines indented
+    under it (a JSON object or YAML mapping whose ``description`` follows on lines of its own)."""
+    lines = description.splitlines()
+    named = rf"(?<![\w-]){re.escape(name)}(?![\w-])"
+    # the line that defines it ("name": ..., name: ..., string name = 3;) before one that mentions it
+    defining = re.compile(named + r"[\"'`]?\s*(?::|=\s*\d)")
+    for i, line in sorted(enumerate(lines), key=lambda il: defining.search(il[1]) is None):
+        m = re.search(named, line)
+        if m:
+            rest = line[m.end() :]
+            if len(re.findall(r"[A-Za-z]{3,}", rest)) < 3:
+                indent = len(line) - len(line.lstrip())
+                for below in lines[i + 1 : i + 8]:
+                    if below.strip() and len(below) - len(below.lstrip()) <= indent:
+                        break
+                    rest += " " + below
+            return rest
+    return ""
