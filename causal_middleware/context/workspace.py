@@ -26,6 +26,7 @@ its workspaces in memory). It is read-only; changes go through :mod:`causal_midd
 
 from __future__ import annotations
 
+import ast
 import datetime as dt
 import functools
 import json
@@ -434,8 +435,11 @@ def _literal_prefix(pattern: str) -> str:
 
 def _tool_names_in(path: str, text: str) -> list[str] | None:
     """The tools a JSON / YAML file describes (a list of ``{name, description}``, OpenAI-style
-    ``{"function": {...}}`` items, ``{"tools": [...]}`` or ``{name: description}``); None for a
-    file that is not such a collection."""
+    ``{"function": {...}}`` items, ``{"tools": [...]}``, ``{name: description}`` or one tool's
+    manifest) or a Python module defines (``@tool`` functions); None for a file that is not such a
+    collection."""
+    if PurePosixPath(path).suffix == ".py":
+        return _python_tool_names(text)
     if PurePosixPath(path).suffix not in _MULTI_TOOL_SUFFIXES:
         return None
     try:
@@ -457,6 +461,36 @@ def _tool_names_in(path: str, text: str) -> list[str] | None:
                 names.append(item["name"])
     elif isinstance(data, dict):
         names = [str(k) for k, v in data.items() if isinstance(v, str | dict)]
+    return names or None
+
+
+def _python_tool_names(text: str) -> list[str] | None:
+    """The tools a Python module defines with LangChain's ``@tool`` decorator (``@tool``,
+    ``@tool("name")``, ``@tool(args_schema=...)``, ``@tools.tool``): the name the decorator gives,
+    else the function's. None for a module with none (or one that does not parse): its file name
+    names its tool then. The module is parsed, never imported."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    names: list[str] = []
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for dec in node.decorator_list:
+            call = dec if isinstance(dec, ast.Call) else None
+            target = call.func if call else dec
+            if not (
+                (isinstance(target, ast.Name) and target.id == "tool")
+                or (isinstance(target, ast.Attribute) and target.attr == "tool")
+            ):
+                continue
+            given = call.args[0] if call and call.args else None
+            if isinstance(given, ast.Constant) and isinstance(given.value, str) and given.value:
+                names.append(given.value)
+            else:
+                names.append(node.name)
+            break
     return names or None
 
 

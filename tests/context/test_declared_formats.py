@@ -129,3 +129,30 @@ def test_glob_character_classes_keep_their_ranges(tmp_path: Path) -> None:
     (tmp_path / "causal-context.yaml").write_text("prompt: prompt.txt\nkb: pages/[!_]*.md\n")
     ws = Workspace.from_dir(tmp_path)
     assert "pages/_index.md" not in {e.path for e in ws.kb_entries()} and len(ws.kb_entries()) == 4
+
+
+def test_a_python_module_of_langchain_tools_names_each_tool(tmp_path: Path) -> None:
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "prompt.txt").write_text(PROMPT)
+    (tmp_path / "agent" / "tools.py").write_text(
+        "from langchain_core.tools import tool\nimport langchain_core.tools as lct\n\n\n"
+        "@tool\ndef book_tour(visitor_ref: str) -> str:\n"
+        '    """Book a dome tour.\n\n    Args:\n        visitor_ref: the visitor\'s reference, e.g. GV-2231\n    """\n'
+        '    return "booked"\n\n\n'
+        '@tool("lend-telescope", return_direct=True)\nasync def lend(member_no: str) -> str:\n'
+        '    """Lend a travel telescope for up to 14 days."""\n    return "lent"\n\n\n'
+        "@lct.tool(args_schema=None)\ndef cancel_tour(visitor_ref: str) -> str:\n"
+        '    """Cancel a tour."""\n    return "cancelled"\n\n\n'
+        "def helper() -> None:\n    pass\n"
+    )
+    (tmp_path / "agent" / "single.py").write_text(
+        '"""No decorator here."""\n\n\ndef run() -> None:\n    pass\n'
+    )
+    (tmp_path / "agent" / "broken.py").write_text("def (:\n")
+    (tmp_path / "causal-context.yaml").write_text("prompt: prompt.txt\ntools: agent/*.py\n")
+    ws = Workspace.from_dir(tmp_path)
+    assert ws.tool_names() == ["book_tour", "broken", "cancel_tour", "lend-telescope", "single"]
+    assert {ws.tool_prompt_path(t) for t in ("book_tour", "lend-telescope", "cancel_tour")} == {
+        "agent/tools.py"
+    }
+    assert ws.tool_prompt_path("single") == "agent/single.py"  # no @tool: the file names its tool
