@@ -435,8 +435,8 @@ def _literal_prefix(pattern: str) -> str:
 
 def _tool_names_in(path: str, text: str) -> list[str] | None:
     """The tools a JSON / YAML file describes (a list of ``{name, description}``, OpenAI-style
-    ``{"function": {...}}`` items, ``{"tools": [...]}``, ``{name: description}`` or one tool's
-    manifest) or a Python module defines (``@tool`` functions); None for a file that is not such a
+    ``{"function": {...}}`` items, ``{"tools": [...]}``, ``{name: description}``, one tool's
+    manifest, or OpenAPI operations by ``operationId``) or a Python module defines (``@tool`` functions); None for a file that is not such a
     collection."""
     if PurePosixPath(path).suffix == ".py":
         return _python_tool_names(text)
@@ -446,6 +446,9 @@ def _tool_names_in(path: str, text: str) -> list[str] | None:
         data = json.loads(text) if path.endswith(".json") else yaml.load(text, Loader=_Loader)
     except (ValueError, yaml.YAMLError):
         return None
+    operations = _openapi_operation_ids(data)
+    if operations:
+        return operations  # an OpenAPI document, a path item or an operation: one tool per operationId
     if isinstance(data, dict) and isinstance(data.get("tools"), list | dict):
         data = data["tools"]
     elif isinstance(data, dict) and isinstance(data.get("function"), dict):
@@ -462,6 +465,36 @@ def _tool_names_in(path: str, text: str) -> list[str] | None:
     elif isinstance(data, dict):
         names = [str(k) for k, v in data.items() if isinstance(v, str | dict)]
     return names or None
+
+
+_HTTP_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
+
+
+def _openapi_operation_ids(data: object) -> list[str]:
+    """The ``operationId``s of an OpenAPI / Swagger document (under ``paths``), of one path item
+    (``{post: {operationId: ...}}``) or of one operation object; [] for anything else."""
+    if not isinstance(data, dict):
+        return []
+    if isinstance(data.get("operationId"), str):
+        return [data["operationId"]]
+    if ("openapi" in data or "swagger" in data) and isinstance(data.get("paths"), dict):
+        items = list(data["paths"].values())
+    elif data and all(isinstance(k, str) and k.startswith("/") for k in data):
+        items = list(data.values())  # a paths object on its own
+    else:
+        items = [data]
+    ids: list[str] = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        for method, op in item.items():
+            if (
+                str(method).lower() in _HTTP_METHODS
+                and isinstance(op, dict)
+                and isinstance(op.get("operationId"), str)
+            ):
+                ids.append(op["operationId"])
+    return ids
 
 
 def _python_tool_names(text: str) -> list[str] | None:

@@ -156,3 +156,21 @@ def test_a_python_module_of_langchain_tools_names_each_tool(tmp_path: Path) -> N
         "agent/tools.py"
     }
     assert ws.tool_prompt_path("single") == "agent/single.py"  # no @tool: the file names its tool
+
+
+def test_an_openapi_document_describes_one_tool_per_operation(tmp_path: Path) -> None:
+    (tmp_path / "api" / "paths").mkdir(parents=True)
+    (tmp_path / "prompt.txt").write_text(PROMPT)
+    (tmp_path / "api" / "desk.openapi.yaml").write_text(
+        "openapi: 3.1.0\ninfo: {title: Desk API, version: '1'}\npaths:\n"
+        "  /tours:\n    post:\n      operationId: book_tour\n      summary: Book a dome tour\n"
+        "      parameters: [{name: visitor_ref, in: query}]\n"
+        "    get:\n      operationId: list_tours\n  /loans/{id}:\n    delete: {operationId: end_loan}\n"
+        "    parameters: [{name: id, in: path}]\ncomponents: {schemas: {}}\n"
+    )
+    (tmp_path / "api" / "paths" / "telescopes.yaml").write_text("put:\n  operationId: lend_telescope\n")
+    (tmp_path / "causal-context.yaml").write_text("prompt: prompt.txt\ntools: api/\n")
+    ws = Workspace.from_dir(tmp_path)
+    assert ws.tool_names() == ["book_tour", "end_loan", "lend_telescope", "list_tours"]
+    assert ws.tool_prompt_path("end_loan") == "api/desk.openapi.yaml"
+    assert ws.tool_prompt_path("lend_telescope") == "api/paths/telescopes.yaml"
