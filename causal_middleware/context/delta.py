@@ -26,6 +26,7 @@ from causal_middleware.context.objections import (
     relayed_contradiction,
 )
 from causal_middleware.context.pushback import pushback_form
+from causal_middleware.context.signal_patterns import MISREAD_PATTERN
 from causal_middleware.context.text import (
     CONVERSATION_WORDS,
     MEASURED_KINDS,
@@ -172,6 +173,9 @@ def correction_delta(
     if expected is None:
         for m in _EXPECTED_PHRASE.finditer(correction):
             phrase = _clean(m.group("x"))
+            # "that's about something else": the user's verdict on the answer, not a value
+            if MISREAD_PATTERN.search(m.group(0)):
+                continue
             if phrase and not _is_judgement(phrase) and (not got or normalize(phrase) != normalize(got)):
                 expected = phrase
                 break

@@ -110,3 +110,22 @@ def first_title(text: str) -> str | None:
         inner = re.sub(r"<[^>]+>", "", m.group("title"))
         return html.unescape(" ".join(inner.split())) or None
     return None
+
+
+_BLOCK_END = re.compile(
+    r"</(?:p|div|li|h[1-6]|tr|blockquote|pre|section|article|dd|dt)\s*>|<br\s*/?>", re.IGNORECASE
+)
+_LIST_ITEM = re.compile(r"<li\b[^>]*>", re.IGNORECASE)
+_TAG = re.compile(r"<[^>]+>")
+
+
+def html_text(text: str) -> str:
+    """The text an HTML fragment shows: one line per block (paragraph, list item, heading, line
+    break), list items marked ``- ``, tags dropped, entities decoded. Text without tags is
+    returned as it is."""
+    if not _TAG.search(text):
+        return text
+    out = _LIST_ITEM.sub("\n- ", _BLOCK_END.sub("\n", text))
+    out = html.unescape(_TAG.sub("", out))
+    lines = (" ".join(line.split()) for line in out.splitlines())
+    return "\n".join(line for line in lines if line)

@@ -55,7 +55,7 @@ from causal_middleware.context.workspace import (
     KBEntry,
     Workspace,
     page_title,
-    split_front_matter,
+    read_page,
 )
 
 Mode = Literal["explore", "passive"]
@@ -496,11 +496,18 @@ class _Recommender:
         # the user says the answer was about something else: the retrieved entry's value is no
         # rival claim about what they asked
         misread = self._answer_misread()
+        # A retrieved page titled only with the user's words is about what they asked; a page whose
+        # title names something they never mentioned ("Family plan" beside "Student plan" for "the
+        # student plan price") states the value of a sibling thing, not a rival claim.
+        r_fits = bool(r_text) and self._title_fits(r_text or "")
         conflicts = [
             c
             for c in cands
             if wrong
             and not misread
+            and not (
+                r_fits and self._sibling(self.ws.read(c), expected or "") and not self._related(r_path, c)
+            )
             and self._same_claim(r_text or "", got or "", self.ws.read(c), expected or "")
         ]
         dims = Dimensions(
@@ -595,7 +602,7 @@ class _Recommender:
 
     def _about_user(self, text: str, value: str) -> bool:
         """Whether the sentence stating ``value`` is about what the user asked or said."""
-        sent = claim_sentence(text, value)
+        sent = claim_sentence(_prose(text), value)
         if sent is None:
             return False
         meta, body = _safe_front(text)
@@ -604,7 +611,7 @@ class _Recommender:
         # A page titled only with words of what the user talks about is about it, however its
         # sentence words the rest ("the X allowance on Y" against a page titled "X on Y").
         title_terms = term_set(title) - _DROP
-        if title_terms and title_terms <= self.subject:
+        if title_terms and _word_keys(title_terms) <= _word_keys(self.subject):
             return True
         if relevance(self.subject_text, sent, title) >= RELEVANT:
             return True
@@ -617,6 +624,36 @@ class _Recommender:
         # sentence words it otherwise ("each file can be at most 10 MB" for "the upload size limit").
         labels = term_set(" ".join(_labels(meta))) - _DROP
         return len(self.subject & labels) >= 2 and len(self.subject & labels) * 2 >= len(self.subject)
+
+    def _related(self, a: str | None, b: str) -> bool:
+        """Whether two entries are copies of one page (linked by supersession, or titled alike)."""
+        try:
+            ea, eb = self.ws.kb_entry(a or ""), self.ws.kb_entry(b)
+        except KeyError:
+            return False
+        return _duplicates(ea, eb) or _duplicates(eb, ea)
+
+    def _sibling(self, text: str, value: str) -> bool:
+        """Whether the page states ``value`` of a thing its title names and the user did not: the
+        clause stating it carries a title word outside what the user asked about ("the Family pass
+        costs £35" for "the student pass price"; not "Effective 1 May: the pass costs £35" on a
+        page titled "Price update")."""
+        sent = claim_sentence(_prose(text), value)
+        if not sent:
+            return False
+        meta, body = _safe_front(text)
+        title = {t for t in term_set(page_title(meta, body) or "") - _DROP if not t.isdigit()}
+        extra = _word_keys(title) - _word_keys(self.subject)
+        return bool(extra & _word_keys(term_set(_value_clause(sent, value))))
+
+    def _title_fits(self, text: str) -> bool:
+        """Whether the page's title is words of what the user asked about only (its numbers aside:
+        a year, an edition, an age band are values, not the user's words for the thing)."""
+        meta, body = _safe_front(text)
+        title_terms = _word_keys(
+            {t for t in term_set(page_title(meta, body) or "") - _DROP if not t.isdigit()}
+        )
+        return bool(title_terms) and title_terms <= _word_keys(self.subject)
 
     def _answer_misread(self) -> bool:
         """Whether the user's reply says the answer was about something other than what they asked."""
@@ -640,7 +677,7 @@ class _Recommender:
     def _partly_about(self, text: str, value: str) -> bool:
         """Whether the sentence stating ``value``, with its page's title and index words, shares
         two or more and at least half of the user's words for what they asked about."""
-        sent = claim_sentence(text, value)
+        sent = claim_sentence(_prose(text), value)
         if sent is None:
             return False
         meta, body = _safe_front(text)
@@ -662,7 +699,7 @@ class _Recommender:
         """The sentence stating ``got`` and the one stating ``expected`` differ (almost) only in the value."""
         if value_kind(got) != value_kind(expected):
             return False
-        a, b = claim_sentence(r_text, got), claim_sentence(x_text, expected)
+        a, b = claim_sentence(_prose(r_text), got), claim_sentence(_prose(x_text), expected)
         if not a or not b:
             return False
         if jaccard(_sentence_terms(a) - _DROP, _sentence_terms(b) - _DROP) >= SAME_CLAIM:
@@ -814,17 +851,34 @@ class _Recommender:
         )
 
 
-# Front-matter keys that list a page's index words, whatever the workspace calls them.
-_LABEL_KEYS = re.compile(
-    r"^(?:keywords?|tags?|labels?|topics?|aliases|synonyms|search_terms)$", re.IGNORECASE
+# Front-matter keys that list a page's index words, whatever the workspace calls them: by the
+# words of the key's name ("tags", "label_names", "searchKeywords"; not "tag_ids").
+_LABEL_WORDS = frozenset(
+    {"keyword", "keywords", "tag", "tags", "label", "labels", "topic", "topics", "aliases", "synonyms"}
 )
+_KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 
 
 def _labels(meta: dict[str, Any]) -> list[str]:
     out: list[str] = []
     for key, value in meta.items():
-        if _LABEL_KEYS.match(str(key)):
+        words = [w.lower() for w in _KEY_WORD.findall(str(key))]
+        if not value or {"id", "ids"} & set(words):
+            continue
+        if _LABEL_WORDS & set(words) or words == ["search", "terms"]:
             out += [str(v) for v in value] if isinstance(value, list) else [str(value)]
+    return out
+
+
+def _word_keys(terms: set[str]) -> set[str]:
+    """Stems compared as one word's forms: a silent final "e" aside ("charge", "charg" from
+    "charges") and a noun made with "-al" from its verb ("renewal" with "renew", "arrival" with
+    "arrive")."""
+    out = set()
+    for t in terms:
+        if len(t) >= 7 and t.endswith("al"):
+            t = t[:-2]
+        out.add(t.rstrip("e"))
     return out
 
 
@@ -834,10 +888,15 @@ def _sentence_terms(sentence: str) -> set[str]:
 
 
 def _safe_front(text: str) -> tuple[dict[str, Any], str]:
-    try:
-        return split_front_matter(text)
-    except ValueError:
-        return {}, text
+    return read_page(text)
+
+
+def _prose(text: str) -> str:
+    """What a page says, for finding the sentence that states a value: the file itself, but the
+    body alone when the page's fields are not YAML front matter (a JSON article's fields and HTML,
+    TOML front matter)."""
+    meta, body = read_page(text)
+    return body if meta and not text.startswith("---") else text
 
 
 def _duplicates(a: KBEntry, b: KBEntry) -> bool:

@@ -89,6 +89,9 @@ _MONEY = (
     r"\d[\d,]*(?:\.\d+)?\s?(?:" + _CURRENCY_CODES + r"|dollars|euros|pounds)\b|"
     r"\b" + _WORD_NUM + r"\s+(?:dollars|euros|pounds)\b"
 )
+# An amount in a currency's minor unit, its symbol run on ("25p", "99c", "50¢") or its name after it
+# ("25 pence", "10 cents"); read after rates, so "15p per page" stays a rate.
+_MINOR_MONEY = r"(?<![\w.,])\d{1,3}(?:(?-i:p|c)|¢|\s?(?:pence|cents?))(?![\w%])"
 _PERCENT = r"\d+(?:\.\d+)?\s?%|\d+(?:\.\d+)?\s?percent\b|\b" + _WORD_NUM + r"\s+percent\b"
 _DURATION = (
     # "30 days", "2-3 weeks", and the compound adjective "a 12-month warranty"
@@ -228,6 +231,7 @@ VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("dimensions", re.compile(_DIMENSIONS, re.IGNORECASE)),
     ("size", re.compile(_SIZE, re.IGNORECASE)),
     ("measure", re.compile(_MEASURE, re.IGNORECASE)),
+    ("money", re.compile(_MINOR_MONEY, re.IGNORECASE)),
     ("date", re.compile(_DATE, re.IGNORECASE)),
     ("duration", re.compile(_DURATION, re.IGNORECASE)),
     ("time", re.compile(_TIME, re.IGNORECASE)),
@@ -446,10 +450,18 @@ _SCALE = {"k": 1e3, "m": 1e6, "million": 1e6, "billion": 1e9, "bn": 1e9}
 
 
 def _money(span: str) -> tuple[str, float] | None:
-    """``("eur", 60.0)`` for "EUR 60", "60 euros" and "€60" alike."""
+    """``("eur", 60.0)`` for "EUR 60", "60 euros" and "€60" alike; a minor unit in hundredths
+    ("25p" is ``("gbp", 0.25)``, "99c" ``("cent", 0.99)``)."""
     m = re.search(r"\d[\d,]*(?:\.\d+)?", span)
     if not m:
         return None
+    minor = (
+        re.fullmatch(r"\s*(?:(?P<p>p|pence)|c|¢|cents?)\s*", span[m.end() :])
+        if not span[: m.start()].strip()
+        else None
+    )
+    if minor:
+        return ("gbp" if minor.group("p") else "cent"), float(m.group(0)) / 100
     amount = float(m.group(0).replace(",", ""))
     rest = (span[: m.start()] + " " + span[m.end() :]).lower().split()
     currency = next((_CURRENCY_NAMES.get(w, w) for w in rest if w not in _SCALE), None)

@@ -477,7 +477,18 @@ def _items(part: str) -> list[str]:
     # "*ALL *NONE": special values of a command language keep their mark
     if len(words) >= 2 and all(_CODE_LIKE.fullmatch(w.lstrip("*")) and not w.isdigit() for w in words):
         return [w for w in words if w]
+    if _LIST_REFERENCE.match(part):
+        return []  # "must be one of the allowed values": the message points at a list it gives elsewhere
     return [part] if part and len(part.split()) <= 3 else []
+
+
+# A phrase that refers to a list rather than naming a value ("the allowed values", "these options",
+# "the following").
+_LIST_REFERENCE = re.compile(
+    r"(?:the|these|those|its|their)\s+(?:[\w-]+\s+)?(?:values|options|choices|ones|list|set|following)\b"
+    r"|(?:the\s+)?following\b",
+    _I,
+)
 
 
 _MUST_BE = re.compile(

@@ -32,6 +32,7 @@ import functools
 import json
 import os
 import re
+import tomllib
 import warnings
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
@@ -41,7 +42,7 @@ import yaml
 from pydantic import BaseModel, Field
 
 from causal_middleware.context.dates import change_date
-from causal_middleware.context.markup import first_title, markup_header
+from causal_middleware.context.markup import first_title, html_text, markup_header
 from causal_middleware.context.text import index_terms
 from causal_middleware.retrieval.bm25 import BM25Index
 from causal_middleware.tasks.model import Passage
@@ -132,6 +133,88 @@ def _split_front_matter(text: str) -> tuple[dict[str, Any], str]:
                 raise ValueError("front matter must be a YAML mapping")
             return {k: _plain(v) for k, v in meta.items()}, "".join(lines[i + 1 :])
     raise ValueError("front matter opened with '---' is never closed")
+
+
+def read_page(text: str) -> tuple[dict[str, Any], str]:
+    """``(metadata, body)`` of a page whatever carries its metadata: YAML front matter between
+    ``---`` lines, TOML front matter between ``+++`` lines (Hugo, Zola), or a whole file that is
+    one JSON object, as help desks and headless CMSs export an article (its title, its body with
+    any HTML reduced to text, its other fields as metadata). Malformed front matter, or a file of
+    none of these forms, is ``({}, text)``."""
+    meta, body = _read_page(text)
+    return dict(meta), body
+
+
+@functools.lru_cache(maxsize=4096)
+def _read_page(text: str) -> tuple[dict[str, Any], str]:
+    if text.startswith("+++"):
+        return _toml_front_matter(text)
+    if text.lstrip().startswith("{"):
+        return _json_article(text)
+    try:
+        return _split_front_matter(text)
+    except ValueError:
+        return {}, text
+
+
+def _toml_front_matter(text: str) -> tuple[dict[str, Any], str]:
+    lines = text.splitlines(keepends=True)
+    if lines[0].rstrip() != "+++":
+        return {}, text
+    for i in range(1, len(lines)):
+        if lines[i].strip() == "+++":
+            try:
+                meta = tomllib.loads("".join(lines[1:i]))
+            except tomllib.TOMLDecodeError:
+                return {}, text
+            return {k: _plain(v) for k, v in meta.items()}, "".join(lines[i + 1 :])
+    return {}, text
+
+
+# The fields of an exported article that carry its title and its body, in order of preference.
+_TITLE_KEYS = ("title", "name", "headline", "heading", "subject", "question")
+_BODY_KEY = re.compile(
+    r"^(?:body|content|html|text|answer|article|markdown|description)(?:[_-]?(?:html|text|markdown|md))?$",
+    re.IGNORECASE,
+)
+
+
+def _json_article(text: str) -> tuple[dict[str, Any], str]:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}, text
+    # an export may wrap the article in one field ({"article": {...}})
+    for _ in range(2):
+        if not isinstance(data, dict) or any(k in data for k in _TITLE_KEYS):
+            break
+        inner = [v for v in data.values() if isinstance(v, dict)]
+        if len(inner) != 1:
+            break
+        data = inner[0]
+    if not isinstance(data, dict):
+        return {}, text
+    bodies = [(k, v) for k, v in data.items() if isinstance(v, str) and v.strip() and _BODY_KEY.match(k)]
+    title = next(
+        (
+            data[k]
+            for k in _TITLE_KEYS
+            if isinstance(data.get(k), str) and 0 < len(data[k]) <= 300 and "\n" not in data[k]
+        ),
+        None,
+    )
+    if not bodies or title is None:
+        return {}, text
+    body_key, body = max(bodies, key=lambda kv: len(kv[1]))
+    meta: dict[str, Any] = {"title": title}
+    for k, v in data.items():
+        if k == body_key or k in meta:
+            continue
+        if v is None or isinstance(v, str | int | float | bool):
+            meta[k] = v
+        elif isinstance(v, list) and all(isinstance(i, str | int | float) for i in v):
+            meta[k] = list(v)
+    return meta, html_text(body).strip() + "\n"
 
 
 def _plain(value: Any) -> Any:

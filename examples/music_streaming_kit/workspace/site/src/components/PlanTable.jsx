@@ -1,0 +1,1 @@
+export default function PlanTable({children}) { return <table className="plan-table">{children}</table>; }
