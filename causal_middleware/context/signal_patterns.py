@@ -19,7 +19,10 @@ _CHALLENGE = (
     r"\b(?:how|why)\s+(?:can|could|would|did|do)\s+you\s+(?:even\s+|really\s+|possibly\s+|actually\s+)?"
     r"(?!help\b|tell\b|explain\b)\w+\s+(?:that|this|it|something|anything|yes|no|so)\b|"
     # "why did you promise me a refund?": what the agent did to the user, asked back
-    r"\bwhy\s+did\s+you\s+(?!help\b|tell\b|explain\b|ask\b)\w+\s+(?:me|us)\b"
+    r"\bwhy\s+did\s+you\s+(?!help\b|tell\b|explain\b|ask\b)\w+\s+(?:me|us)\b|"
+    # "did you just post my address here?": the agent's act on the user's own things, asked back
+    # in disbelief
+    r"\bdid\s+you\s+just\s+(?!say\b|mean\b|ask\b|help\b)\w+\s+(?:my|our)\b[^.!?]*\?"
 )
 
 _UNMET_CONDITION = (

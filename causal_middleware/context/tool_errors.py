@@ -47,6 +47,10 @@ _QUOTED_VALUE = re.compile(r"(?<![\w])['\"`]([^'\"`\n]{1,80})['\"`](?![\w])")
 _FIELD_KEYS = re.compile(
     r"^(?:loc|location|param|parameter|field|field_name|property|path|key|name|argument|attr)$", _I
 )
+# ... or, several at once, under the plural of such a key ("keys": ["a", "b"]).
+_FIELD_LIST_KEYS = re.compile(
+    r"^(?:keys|fields|params|parameters|properties|arguments|attrs|attributes)$", _I
+)
 # ... or under a key that also says what is wrong with it ("missingProperty", "unknown_field").
 _QUALIFIED_FIELD_KEY = re.compile(
     r"[a-z](?:_?(?:Property|property|Param|param|Parameter|parameter|Field|field|Argument|argument))$"
@@ -100,6 +104,12 @@ def _error_items(data: Any) -> list[tuple[str, str]]:
         if field:
             out.append((field, " ".join(said)))
         for k, v in data.items():
+            # {"code": "unrecognized_keys", "keys": ["a", "b"]}: a list of the arguments the item is about
+            if _FIELD_LIST_KEYS.match(str(k)) and isinstance(v, list):
+                out += [
+                    (str(x), " ".join(said)) for x in v if isinstance(x, str) and _IDENTIFIER.fullmatch(x)
+                ]
+        for k, v in data.items():
             # {"errors": {"x": ["is not a permitted parameter"]}}: messages filed under the argument
             msgs = [v] if isinstance(v, str) else v if isinstance(v, list) else []
             if (
@@ -129,6 +139,10 @@ _RECOVERY = re.compile(
 _REQUIRED_LIST = re.compile(r"\b(?:required|missing|mandatory)\b[^:.;\n]{0,30}:\s*(?P<list>[^.;\n]+)", _I)
 
 
+# A plural suffix in parentheses ("key(s)", "match(es)"): part of the word.
+_PLURAL_SUFFIX = re.compile(r"(?<=[A-Za-z])\((e?s)\)", _I)
+
+
 def _argument_fault(data: Any, text: str, args_text: str) -> tuple[str | None, str | None]:
     """``(expected, got)`` read from what a structured error says of each argument: the one sent
     argument it calls unexpected is what was rejected, and the one argument it calls missing (by
@@ -144,7 +158,8 @@ def _argument_fault(data: Any, text: str, args_text: str) -> tuple[str | None, s
     # and what each sentence of its text says of the arguments it names
     # (a parenthesised aside is a clause of its own: "invalid T.a: value is required (unknown field
     # "b")" says one thing of each name)
-    for sentence in re.split(r"(?<=[.;!])\s+|\n+|\s*[()]\s*", text):
+    # (a plural written "key(s)" or "field(s)" is one word, not an aside)
+    for sentence in re.split(r"(?<=[.;!])\s+|\n+|\s*[()]\s*", _PLURAL_SUFFIX.sub(r"\1s", text)):
         named = [k for k in keys if _names(sentence, k)]
         if _UNEXPECTED.search(sentence) and len(named) == 1:
             items.append((named[0], sentence))
@@ -223,12 +238,16 @@ def _value_fault(output: str, args_text: str, data: Any) -> tuple[str | None, st
     """``(expected, got)`` from the error's fields and message text (the reading of
     :func:`tool_error_delta` when no argument is rejected as such)."""
     got = expected = None
+    absent = False
     if data is not None:
         for key, value in walk(data):
             if isinstance(value, str | int | float) and not isinstance(value, bool):
                 # a bare "value" field is often the error's own (SOAP 1.2 <Code><Value>): it is
                 # the rejected value only when the call sent it
-                if (
+                if _GOT_KEYS.match(key) and _ABSENT.fullmatch(str(value).strip()):
+                    # "received": "undefined": nothing was sent; what is "expected" there is a type
+                    absent = True
+                elif (
                     got is None
                     and _GOT_KEYS.match(key)
                     and (key.lower() != "value" or not args_text or _in_args(str(value), args_text))
@@ -236,6 +255,8 @@ def _value_fault(output: str, args_text: str, data: Any) -> tuple[str | None, st
                     got = str(value)
                 elif expected is None and _EXPECTED_KEYS.match(key):
                     expected = str(value)
+        if absent and got is None:
+            expected = None
     text = error_text(output)
     got_m = _TOOL_GOT.search(text)
     exp_m = _TOOL_EXPECTED.search(text)
@@ -279,6 +300,8 @@ def _value_fault(output: str, args_text: str, data: Any) -> tuple[str | None, st
 
 
 _REQUIRED_KEYS = re.compile(r"(?:required|missing|mandatory)", _I)
+# What a validator reports as the received value of an argument the call did not send.
+_ABSENT = re.compile(r"undefined|null|nil|none|missing|", _I)
 
 
 def _missing_required(data: Any, args_text: str, got: str | None) -> str | None:
@@ -579,6 +602,13 @@ def looks_like_error(output: str) -> bool:
             k = str(key)
             if _ERROR_KEYS.match(k) and value not in (None, "", [], {}, False):
                 return True
+            if (
+                k.lower() in ("name", "type", "kind", "class")
+                and isinstance(value, str)
+                and re.fullmatch(r"\w*(?:Error|Exception|Fault)", value)
+            ):
+                # a serialised exception: {"name": "ValidationError", ...}
+                return True
             if k.lower() in ("ok", "success", "succeeded") and value is False:
                 return True
             if k.lower() in ("level", "severity") and str(value).lower() in ("error", "fatal", "critical"):
@@ -631,6 +661,10 @@ def renamed_argument(output: str, args_text: str, description: str) -> tuple[str
                 return expected, min(at, key=lambda k: at[k])
     stems = {w.rstrip("s") for w in words if len(w) > 2}
     sharing = [k for k in keys if stems & _stems(k)]
+    if not sharing:
+        # no sent name shares a word with the required one: the one sent name whose own
+        # documentation does ("payment_id": "The charge reference ..." for "charge_id")
+        sharing = [k for k in keys if stems & _stems(_documentation_of(description, k))]
     if len(sharing) == 1:
         return expected, sharing[0]
     if len(sharing) > 1:
