@@ -5,8 +5,8 @@ the first blank line. reStructuredText and Markdown's setext form: a title line 
 perhaps overlined) with a run of one punctuation character, then reST's ``:Field: value`` docinfo
 lines. A field list may open the page above its title instead (Sphinx's file-wide metadata,
 AsciiDoc attributes before the document title). A wiki heading (``====== Title ======``), then
-perhaps a wiki data block of ``key : value`` lines between ``---- name ----`` and ``----``. Markdown ATX (``# Title``) and HTML (``<title>``,
-``<h1>``) give a title only.
+perhaps a wiki data block of ``key : value`` lines between ``---- name ----`` and ``----``.
+Markdown ATX (``# Title``) and HTML (``<title>``, ``<h1>``) give a title only.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ _WIKI_HEADING = re.compile(r"^(?P<run>={1,6})[ \t]*(?P<title>[^=\s](?:.*?[^=\s])
 _DATA_OPEN = re.compile(r"^-{4,}\s*[A-Za-z][\w-]*(?:\s+[\w-]+)*\s*-{4,}\s*$")
 _DATA_CLOSE = re.compile(r"^-{4,}\s*$")
 _DATA_FIELD = re.compile(r"^(?P<name>[A-Za-z][\w .-]*?)\s*:\s*(?P<value>.*?)\s*$")
+_TAG = re.compile(r"<[^>]+>")
 _HTML_TITLE = re.compile(r"<(?:title|h1)\b[^>]*>(?P<title>.*?)</(?:title|h1)>", re.IGNORECASE | re.DOTALL)
 
 
@@ -107,7 +108,7 @@ def first_title(text: str) -> str | None:
             return m.group("title")
     m = _HTML_TITLE.search(text)
     if m:
-        inner = re.sub(r"<[^>]+>", "", m.group("title"))
+        inner = _TAG.sub("", m.group("title"))
         return html.unescape(" ".join(inner.split())) or None
     return None
 
@@ -116,7 +117,6 @@ _BLOCK_END = re.compile(
     r"</(?:p|div|li|h[1-6]|tr|blockquote|pre|section|article|dd|dt)\s*>|<br\s*/?>", re.IGNORECASE
 )
 _LIST_ITEM = re.compile(r"<li\b[^>]*>", re.IGNORECASE)
-_TAG = re.compile(r"<[^>]+>")
 
 
 def html_text(text: str) -> str:

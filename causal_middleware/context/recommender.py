@@ -605,7 +605,7 @@ class _Recommender:
         sent = claim_sentence(_prose(text), value)
         if sent is None:
             return False
-        meta, body = _safe_front(text)
+        meta, body = read_page(text)
         # A page without front matter is titled by its first heading.
         title = page_title(meta, body) or ""
         # A page titled only with words of what the user talks about is about it, however its
@@ -641,18 +641,13 @@ class _Recommender:
         sent = claim_sentence(_prose(text), value)
         if not sent:
             return False
-        meta, body = _safe_front(text)
-        title = {t for t in term_set(page_title(meta, body) or "") - _DROP if not t.isdigit()}
-        extra = _word_keys(title) - _word_keys(self.subject)
+        extra = _word_keys(_title_words(text)) - _word_keys(self.subject)
         return bool(extra & _word_keys(term_set(_value_clause(sent, value))))
 
     def _title_fits(self, text: str) -> bool:
         """Whether the page's title is words of what the user asked about only (its numbers aside:
         a year, an edition, an age band are values, not the user's words for the thing)."""
-        meta, body = _safe_front(text)
-        title_terms = _word_keys(
-            {t for t in term_set(page_title(meta, body) or "") - _DROP if not t.isdigit()}
-        )
+        title_terms = _word_keys(_title_words(text))
         return bool(title_terms) and title_terms <= _word_keys(self.subject)
 
     def _answer_misread(self) -> bool:
@@ -680,7 +675,7 @@ class _Recommender:
         sent = claim_sentence(_prose(text), value)
         if sent is None:
             return False
-        meta, body = _safe_front(text)
+        meta, body = read_page(text)
         title = page_title(meta, body) or ""
         words = term_set(f"{sent} {title} {' '.join(_labels(meta))}")
         shared = self.subject & words
@@ -710,7 +705,7 @@ class _Recommender:
         return jaccard(_sentence_terms(ca) - _DROP, _sentence_terms(cb) - _DROP) >= SAME_CLAIM
 
     def _meta(self, path: str, text: str) -> SourceInfo:
-        meta, _ = _safe_front(text)
+        meta, _ = read_page(text)
         return SourceInfo.from_metadata(path, meta)
 
     def _entry_meta(self, path: str) -> SourceInfo:
@@ -887,8 +882,10 @@ def _sentence_terms(sentence: str) -> set[str]:
     return term_set(sentence) - term_set(values)
 
 
-def _safe_front(text: str) -> tuple[dict[str, Any], str]:
-    return read_page(text)
+def _title_words(text: str) -> set[str]:
+    """The content words of a page's title, its numbers aside."""
+    meta, body = read_page(text)
+    return {t for t in term_set(page_title(meta, body) or "") - _DROP if not t.isdigit()}
 
 
 def _prose(text: str) -> str:

@@ -119,20 +119,31 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 def _split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     if not text.startswith("---"):
         return {}, text
+    fenced = _fenced(text, "---")
+    if fenced is None:
+        if text.splitlines()[0].rstrip() != "---":
+            return {}, text  # a rule or a wiki data block ("---- dataentry ----"), not front matter
+        raise ValueError("front matter opened with '---' is never closed")
+    raw, body = fenced
+    try:
+        meta = yaml.load(raw, Loader=_Loader) or {}
+    except yaml.YAMLError as exc:
+        raise ValueError(f"malformed YAML front matter: {exc}") from exc
+    if not isinstance(meta, dict):
+        raise ValueError("front matter must be a YAML mapping")
+    return {k: _plain(v) for k, v in meta.items()}, body
+
+
+def _fenced(text: str, fence: str) -> tuple[str, str] | None:
+    """``(block, rest)`` of a file whose first line is ``fence`` and that a later ``fence`` line
+    closes; None otherwise."""
     lines = text.splitlines(keepends=True)
-    if lines[0].rstrip() != "---":
-        return {}, text  # a rule or a wiki data block ("---- dataentry ----"), not front matter
+    if not lines or lines[0].rstrip() != fence:
+        return None
     for i in range(1, len(lines)):
-        if lines[i].strip() == "---":
-            raw = "".join(lines[1:i])
-            try:
-                meta = yaml.load(raw, Loader=_Loader) or {}
-            except yaml.YAMLError as exc:
-                raise ValueError(f"malformed YAML front matter: {exc}") from exc
-            if not isinstance(meta, dict):
-                raise ValueError("front matter must be a YAML mapping")
-            return {k: _plain(v) for k, v in meta.items()}, "".join(lines[i + 1 :])
-    raise ValueError("front matter opened with '---' is never closed")
+        if lines[i].strip() == fence:
+            return "".join(lines[1:i]), "".join(lines[i + 1 :])
+    return None
 
 
 def read_page(text: str) -> tuple[dict[str, Any], str]:
@@ -158,17 +169,14 @@ def _read_page(text: str) -> tuple[dict[str, Any], str]:
 
 
 def _toml_front_matter(text: str) -> tuple[dict[str, Any], str]:
-    lines = text.splitlines(keepends=True)
-    if lines[0].rstrip() != "+++":
+    fenced = _fenced(text, "+++")
+    if fenced is None:
         return {}, text
-    for i in range(1, len(lines)):
-        if lines[i].strip() == "+++":
-            try:
-                meta = tomllib.loads("".join(lines[1:i]))
-            except tomllib.TOMLDecodeError:
-                return {}, text
-            return {k: _plain(v) for k, v in meta.items()}, "".join(lines[i + 1 :])
-    return {}, text
+    try:
+        meta = tomllib.loads(fenced[0])
+    except tomllib.TOMLDecodeError:
+        return {}, text
+    return {k: _plain(v) for k, v in meta.items()}, fenced[1]
 
 
 # The fields of an exported article that carry its title and its body, in order of preference.
@@ -519,8 +527,8 @@ def _literal_prefix(pattern: str) -> str:
 def _tool_names_in(path: str, text: str) -> list[str] | None:
     """The tools a JSON / YAML file describes (a list of ``{name, description}``, OpenAI-style
     ``{"function": {...}}`` items, ``{"tools": [...]}``, ``{name: description}``, one tool's
-    manifest, or OpenAPI operations by ``operationId``) or a Python module defines (``@tool`` functions); None for a file that is not such a
-    collection."""
+    manifest, or OpenAPI operations by ``operationId``) or a Python module defines (``@tool``
+    functions); None for a file that is not such a collection."""
     if PurePosixPath(path).suffix == ".py":
         return _python_tool_names(text)
     if PurePosixPath(path).suffix not in _MULTI_TOOL_SUFFIXES:
