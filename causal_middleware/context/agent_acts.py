@@ -37,12 +37,16 @@ def agent_act(answer: str) -> str | None:
     for sent in sentences(answer):
         if sent.rstrip().endswith("?"):
             continue
-        if _DONE.search(sent):
+        if _DONE.search(sent) or _DONE_ELLIPTICAL.match(sent.strip()):
             return sent.strip()
         m = _COMMITMENT.search(sent)
         if (
             m
-            and (find_values(m.group("rest")) or _ASSURED.search(m.group("rest")))
+            and (
+                find_values(m.group("rest"))
+                or _ASSURED.search(m.group("rest"))
+                or (_REASSURED.search(sent[: m.start()]) and not _DUTY.match(m.group("rest")))
+            )
             and not _HEDGED.search(sent)
         ):
             return sent.strip()
@@ -52,6 +56,21 @@ def agent_act(answer: str) -> str | None:
 # An outcome promised with certainty, value or not ("it will definitely be approved").
 _ASSURED = re.compile(
     r"\b(?:definitely|certainly|surely|for sure|guaranteed|100%|without (?:a )?doubt)\b", _I
+)
+# A commitment the agent opens with a yes to the user's question or a reassurance ("Yes, you'll get
+# the score you need", "Don't worry, I'll get that cancelled"): given as certain, like "definitely".
+# General language of assent and reassurance only.
+_REASSURED = re.compile(
+    r"^\W*(?:yes|yep|yeah|absolutely|of course|sure thing|don't worry|do not worry|no worries|"
+    r"rest assured|not to worry)\b",
+    _I,
+)
+# What the user will have to do is no outcome promised ("Yes, you'll need your passport").
+_DUTY = re.compile(r"(?:need|have to|has to|must|be (?:required|asked|expected))\b", _I)
+# The act reported without its subject, a participle and then what it was done for ("Booked,
+# Wednesday 16:00.", "Cancelled: order 4411."): the agent's own act, elided as in a chat reply.
+_DONE_ELLIPTICAL = re.compile(
+    r"^(?:all\s+)?(?:[a-z]+ed|done|sent|made|set)\s*[,:\u2014-]\s*(?=[^.;!?]*\d)", _I
 )
 # The agent's words quoted back ("where you said it'd be ...", "you told me it would ...").
 _QUOTED_BACK = re.compile(r"\byou\s+(?:said|told me|promised|claimed|assured me)\b(?P<rest>[^.;!?]*)", _I)

@@ -70,7 +70,10 @@ _EXPECTED_PHRASE = re.compile(
     r"\b(?:it's|it is|they're|they are|that's|that is|we use|it uses|you use|it's done (?:via|through|by|with)|"
     r"is now|are now|should be|changed to|moved to|updated to|switched to|it's now|now it's|we now use|"
     r"goes through|go through|done through|done via|handled by|"
-    r"(?:the|its|their)\s+[a-z]+(?:\s+[a-z]+){0,6}?\s+(?:is|are))\s+(?P<x>[^,.;!?]+?)" + _STOP,
+    # "the <thing> is X": the thing's words may be hyphenated ("the Wi-Fi name", "the cut-off") and
+    # carry a complement ("the plan for a registered office address")
+    r"(?:the|its|their)\s+[a-z]+(?:-[a-z]+)*(?:\s+[a-z]+(?:-[a-z]+)*){0,8}?\s+(?:is|are))\s+(?P<x>[^,.;!?]+?)"
+    + _STOP,
     _I,
 )
 STRONG_VALUE_KINDS = MEASURED_KINDS
@@ -168,7 +171,7 @@ def correction_delta(
         expected = fresh[0]
         if got is None and restated and value_kind(restated[0]) == value_kind(expected):
             got = restated[0]
-    elif spans:
+    elif spans and (got is not None or not _quoted_back(correction, restated, spans)):
         expected = spans[0]
     if expected is None:
         for m in _EXPECTED_PHRASE.finditer(correction):
@@ -343,6 +346,12 @@ def correction_delta(
                 if same
                 else (other[0] if kind in STRONG_VALUE_KINDS and len(other) == 1 else None)
             )
+    if got is None and answer and value_kind(expected) == "number":
+        # "plus 1 bonus credit" after "add half a bonus credit": the answer counts the same thing
+        # with a quantity word (a fraction, an article, a number word); that count is the value
+        in_words = _counted_in_answer(correction, expected, answer)
+        if in_words is not None:
+            expected, got = in_words
     if got is None and answer and value_kind(expected) == "frequency":
         # "3 times a day" against "twice a day": the answer's one other frequency
         said = [f for f in frequencies(answer) if not same_value(f, expected)]
@@ -367,6 +376,62 @@ _ASKED_OF_ANSWER = re.compile(
 )
 # A code: capitals and digits mixed in one token of four or more ("QX42", "SPRING25", "B2B4").
 _CODE = re.compile(r"(?<![\w-])(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{4,}(?![\w-])")
+
+
+# A quantity said in words before a counted noun: a fraction ("half a", "a quarter of a"), an
+# article ("a", "an") or a number word ("two", "a couple of"). General language of counting.
+_QUANTITY_WORDS = (
+    r"(?:(?:a\s+|one\s+)?(?:half|quarter|third)(?:\s+of)?(?:\s+an?)?|a couple of|an?|"
+    r"one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty)"
+)
+
+
+def _counted_in_answer(correction: str, number: str, answer: str) -> tuple[str, str] | None:
+    """``(expected, got)`` when the correction counts a thing with ``number`` ("1 bonus credit")
+    that the answer counts with another quantity in words ("half a bonus credit"); else None."""
+    m = re.search(
+        r"(?<![\w.])" + re.escape(number) + r"\s+((?:[a-z][\w-]*\s+){0,2}[a-z][\w-]*)", correction, _I
+    )
+    if m is None:
+        return None
+    words = m.group(1).split()
+    for k in range(len(words), 0, -1):
+        noun = " ".join(words[:k])
+        if not content_tokens(noun) or all(w.lower() in CONVERSATION_WORDS for w in words[:k]):
+            continue
+        # the count's noun in either number ("2 free drinks" for "a free drink")
+        form = re.escape(re.sub(r"(?<=[a-z]{3})e?s$", "", noun, flags=_I)) + r"(?:e?s)?"
+        said = re.search(r"(?<![\w-])(?P<q>" + _QUANTITY_WORDS + r")\s+" + form + r"(?![\w-])", answer, _I)
+        if said is None:
+            continue
+        q = said.group("q").lower()
+        amount = word_number(q) if word_number(q) is not None else (1.0 if q in ("a", "an") else None)
+        if amount is not None and _number(number) == amount:
+            return None  # the same count in other words ("a bonus credit" for "1 bonus credit")
+        return f"{number} {noun}", said.group(0)
+    return None
+
+
+def _number(span: str) -> float | None:
+    try:
+        return float(span.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def _quoted_back(correction: str, restated: list[str], spans: list[str]) -> bool:
+    """Whether every value of the correction is one the answer itself stated, quoted back to the
+    agent ("you told me I'd get 40 back", "4 pm? What time is that for me?"): the user cites what
+    the agent said, rejects none of it and supplies no other, so there is no value to set right
+    (the objection is to what the agent did or left out). A value said against another kind of
+    source ("the page says 40") is that source's word, not the answer quoted back."""
+    return bool(spans) and len(restated) == len(spans) and not _SOURCE_CITED.search(correction)
+
+
+# A source other than the agent cited for a value ("the page says", "according to the sign").
+_SOURCE_CITED = re.compile(
+    r"\b(?:says|said|states|stated|shows|showed|reads|lists|listed|according to)\b(?<!\byou said)", _I
+)
 
 
 def _recoded(correction: str, answer: str | None) -> tuple[str, str] | None:

@@ -6,7 +6,10 @@ perhaps overlined) with a run of one punctuation character, then reST's ``:Field
 lines. A field list may open the page above its title instead (Sphinx's file-wide metadata,
 AsciiDoc attributes before the document title). A wiki heading (``====== Title ======``), then
 perhaps a wiki data block of ``key : value`` lines between ``---- name ----`` and ``----``.
-Markdown ATX (``# Title``) and HTML (``<title>``, ``<h1>``) give a title only.
+Markdown ATX (``# Title``) and HTML (``<title>``, ``<h1>``) give a title only. A plain-text page
+(a document exported as text, an email) may open with a title line and ``Key: value`` lines
+(``Last updated: 1 December 2026``) up to its first blank line. MediaWiki's ``{{DISPLAYTITLE:...}}``
+names a wiki page.
 """
 
 from __future__ import annotations
@@ -27,6 +30,11 @@ _DATA_OPEN = re.compile(r"^-{4,}\s*[A-Za-z][\w-]*(?:\s+[\w-]+)*\s*-{4,}\s*$")
 _DATA_CLOSE = re.compile(r"^-{4,}\s*$")
 _DATA_FIELD = re.compile(r"^(?P<name>[A-Za-z][\w .-]*?)\s*:\s*(?P<value>.*?)\s*$")
 _TAG = re.compile(r"<[^>]+>")
+# A plain header line: a short capitalised key ("Last updated", "Owner") and its value
+_PLAIN_FIELD = re.compile(r"^(?P<name>[A-Z][A-Za-z]*(?: [A-Za-z]+){0,3}):[ \t]+(?P<value>\S.*?)\s*$")
+_SENTENCE_END = re.compile(r"[.:;,]$")  # a title may be a question
+_DISPLAYTITLE = re.compile(r"\{\{\s*DISPLAYTITLE\s*:\s*(?P<title>[^}|]+?)\s*(?:\|[^}]*)?\}\}")
+MEDIAWIKI_SUFFIXES = frozenset({".wiki", ".mediawiki", ".wikitext"})
 _HTML_TITLE = re.compile(r"<(?:title|h1)\b[^>]*>(?P<title>.*?)</(?:title|h1)>", re.IGNORECASE | re.DOTALL)
 
 
@@ -75,6 +83,8 @@ def markup_header(text: str) -> tuple[str | None, dict[str, str]]:
             title, i = lines[at].strip(), at + 2
             while i < len(lines) and not lines[i].strip():
                 i += 1  # reST's docinfo fields follow the title after a blank line
+    if title is None and not lead:
+        return _plain_header(lines, i)
     fields: dict[str, str] = dict(lead)
     while title is not None and i < len(lines) and lines[i].strip():
         f = _FIELD.match(lines[i])
@@ -83,6 +93,34 @@ def markup_header(text: str) -> tuple[str | None, dict[str, str]]:
         fields[f.group("name").strip()] = (f.group("value") or "").strip()
         i += 1
     return title, fields
+
+
+def _plain_header(lines: list[str], i: int) -> tuple[str | None, dict[str, str]]:
+    """A title line followed at once by ``Key: value`` lines up to a blank line (a plain-text
+    document's header); ``(None, {})`` when the page does not open so. The title line is short
+    and is no sentence, and every line of the block must be a field, so prose is never read as
+    a header."""
+    title = lines[i].strip()
+    if len(title) > 80 or _SENTENCE_END.search(title) or _PLAIN_FIELD.match(title):
+        return None, {}
+    fields: dict[str, str] = {}
+    j = i + 1
+    while j < len(lines) and lines[j].strip():
+        f = _PLAIN_FIELD.match(lines[j])
+        if f is None:
+            return None, {}
+        fields[f.group("name")] = f.group("value")
+        j += 1
+    return (title, fields) if fields else (None, {})
+
+
+def display_title(text: str) -> str | None:
+    """The title MediaWiki's ``{{DISPLAYTITLE:...}}`` gives a page, markup stripped; None without one."""
+    m = _DISPLAYTITLE.search(text[:4000])
+    if m is None:
+        return None
+    title = _TAG.sub("", m.group("title")).replace("'''", "").replace("''", "")
+    return " ".join(title.split()) or None
 
 
 def _data_block(lines: list[str], i: int) -> dict[str, str]:

@@ -10,7 +10,15 @@ from __future__ import annotations
 import re
 
 from causal_middleware.context.statements import LABEL, asks_for_information, lead_stripped
-from causal_middleware.context.text import sentences, share_stem, term_seq
+from causal_middleware.context.text import (
+    MEASURED_KINDS,
+    find_values,
+    frequencies,
+    same_value,
+    sentences,
+    share_stem,
+    term_seq,
+)
 
 _I = re.IGNORECASE
 
@@ -220,6 +228,39 @@ def relayed_contradiction(text: str, answer: str) -> bool:
             ):
                 return True
     return False
+
+
+def relayed_value(text: str, answer: str) -> bool:
+    """The user relays another source's account that gives another value of a kind the answer
+    stated ("the manager said you can do 3 times a day" against "up to twice a day"): a value
+    correction told through someone else, with no correction words. An account asked about is not."""
+    said = _measured(answer)
+    if not said:
+        return False
+    for sent in sentences(text):
+        if sent.rstrip().endswith("?"):
+            continue
+        for m in _REPORTED.finditer(sent):
+            if _FIRST_OR_SECOND.search(m.group("before")):
+                continue
+            for kind, value in _measured(sent[m.end() :]):
+                same_kind = [v for k, v in said if k == kind]
+                if same_kind and not any(same_value(value, v) for v in same_kind):
+                    return True
+    return False
+
+
+# Someone's report in the past or the third person, its speaker named before it ("the manager at
+# the front desk said", "my neighbour tells me"); not a request ("please claim ...").
+_REPORTED = re.compile(
+    r"(?P<before>\b(?:\S+\s+){1,4}?)(?:said|says|told (?:me|us)|tells (?:me|us)|mentioned)\b", _I
+)
+
+
+def _measured(text: str) -> list[tuple[str, str]]:
+    """The measured values of a text, a frequency in words ("twice a day") among them."""
+    found = [(k, v) for k, v in find_values(text) if k in MEASURED_KINDS]
+    return found + [("frequency", f) for f in frequencies(text) if ("frequency", f) not in found]
 
 
 def behavioural_objection(sentence: str) -> bool:

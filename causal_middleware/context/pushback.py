@@ -15,6 +15,7 @@ from causal_middleware.context.objections import (
     prior_belief,
     relayed_conflict,
     relayed_contradiction,
+    relayed_value,
 )
 from causal_middleware.context.replies import replies
 from causal_middleware.context.signals import Signal, SignalType
@@ -91,6 +92,7 @@ def pushback(conversation: Conversation, found: list[Signal]) -> list[Signal]:
                 or (behavioural_objection(body) and not new_topic)
                 or relayed_conflict(n.content)
                 or relayed_contradiction(n.content, last_agent.content)
+                or relayed_value(n.content, last_agent.content)
                 or doubted_with_source(n.content)
                 or prior_belief(body)
             ):

@@ -18,6 +18,7 @@ from causal_middleware.context.authority import AuthorityDecision, SourceInfo, r
 from causal_middleware.context.conversation import Conversation, NodeType
 from causal_middleware.context.delta import Delta, claimed_subject, reports_absence
 from causal_middleware.context.explorer import WorkspaceExplorer
+from causal_middleware.context.markup import html_text
 from causal_middleware.context.recommendation import (
     Classification,
     Dimension,
@@ -475,13 +476,25 @@ class _Recommender:
                 # on a partial match alone, about something else ("the yearly fee" page, shown
                 # for "the lost-key fee", stating the same amount by chance).
                 shown = self._shown_and_passed_over()
+                # A page the failing question's own search returned is about the question already:
+                # one of the user's words for the thing in its sentence, title or index words
+                # suffices ("Renewing your loans ... renewed up to 5 times" for "the renewal limit").
+                returned_here = (
+                    {d.path for d in self.root.documents if d.path} if self.root is not None else set()
+                )
+                # So does an exact figure (a clock time, an amount, a date) the user gives that one
+                # page alone of those found for their words states: it seldom recurs by chance.
+                exact = value_kind(expected) in _EXACT_KINDS
                 stating = [
                     h.path
                     for h in hits
                     if h.path != r_path
                     and h.path not in shown
                     and contains(h.content, expected)
-                    and self._partly_about(h.content, expected)
+                    and (
+                        self._partly_about(h.content, expected, least=1 if h.path in returned_here else 2)
+                        or (exact and self._partly_about(h.content, expected, least=1, half=False))
+                    )
                 ]
                 cands = stating if len(stating) == 1 else []
             for p in cands[:2]:
@@ -669,17 +682,17 @@ class _Recommender:
             return set()
         return {d.path for d in self.root.documents if d.path}
 
-    def _partly_about(self, text: str, value: str) -> bool:
+    def _partly_about(self, text: str, value: str, least: int = 2, half: bool = True) -> bool:
         """Whether the sentence stating ``value``, with its page's title and index words, shares
-        two or more and at least half of the user's words for what they asked about."""
+        ``least`` or more and (``half``) at least half of the user's words for what they asked about."""
         sent = claim_sentence(_prose(text), value)
         if sent is None:
             return False
         meta, body = read_page(text)
         title = page_title(meta, body) or ""
-        words = term_set(f"{sent} {title} {' '.join(_labels(meta))}")
-        shared = self.subject & words
-        return len(shared) >= 2 and len(shared) * 2 >= len(self.subject)
+        words = _word_keys(term_set(f"{sent} {title} {' '.join(_labels(meta))}"))
+        shared = _word_keys(self.subject) & words
+        return len(shared) >= least and (not half or len(shared) * 2 >= len(_word_keys(self.subject)))
 
     def _same_claim(self, r_text: str, got: str, x_text: str, expected: str) -> bool:
         """Whether two entries state different values for the same thing: values of one kind, and
@@ -854,6 +867,10 @@ _LABEL_WORDS = frozenset(
 _KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 
 
+# Values given as an exact figure, not a count or a span that many pages share ("10 days").
+_EXACT_KINDS = ("time", "money", "percent", "date", "size", "measure", "dimensions")
+
+
 def _labels(meta: dict[str, Any]) -> list[str]:
     out: list[str] = []
     for key, value in meta.items():
@@ -873,6 +890,11 @@ def _word_keys(terms: set[str]) -> set[str]:
     for t in terms:
         if len(t) >= 7 and t.endswith("al"):
             t = t[:-2]
+        elif len(t) >= 9 and t.endswith("ation"):
+            # a noun made with "-ation" from its verb ("cancellation" with "cancel", "reservation"
+            # with "reserve"), a doubled final consonant undone
+            t = t[:-5]
+            t = t[:-1] if len(t) >= 4 and t[-1] == t[-2] else t
         out.add(t.rstrip("e"))
     return out
 
@@ -891,9 +913,10 @@ def _title_words(text: str) -> set[str]:
 def _prose(text: str) -> str:
     """What a page says, for finding the sentence that states a value: the file itself, but the
     body alone when the page's fields are not YAML front matter (a JSON article's fields and HTML,
-    TOML front matter)."""
+    TOML front matter); markup in a page's text (an HTML body under YAML front matter) is read as the
+    text it shows, one line per block, so a sentence ends where its paragraph or list item does."""
     meta, body = read_page(text)
-    return body if meta and not text.startswith("---") else text
+    return body if meta and not text.startswith("---") else html_text(text)
 
 
 def _duplicates(a: KBEntry, b: KBEntry) -> bool:

@@ -126,6 +126,15 @@ REPAIR_PATTERNS = tuple(
             0.9,
         ),
         (r"\bI(?:'m| am) asking (?:about|for)\b", 0.75),
+        # the answer said to be about something other than what was asked ("Sorry, that's about
+        # something else.", "that doesn't answer my question"); "that" points back at the answer
+        # ("this is a different question, ..." may open a new one, and is left out)
+        (
+            r"\b(?:that's|that is|that was|it's) (?:all )?about something else\b|"
+            r"\b(?:that|this|it) (?:doesn't|does not|didn't|did not) answer (?:my|the) question\b|"
+            r"\b(?:that's|that is) (?:a |an )?(?:different|other|separate) (?:thing|matter|topic|subject)\b",
+            0.85,
+        ),
         # "No, different thing." / "no, another question": the answer was about something else (a
         # bare "different question - ..." opens a new one; the "no" is what rejects the answer)
         (

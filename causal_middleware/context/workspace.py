@@ -42,7 +42,13 @@ import yaml
 from pydantic import BaseModel, Field
 
 from causal_middleware.context.dates import change_date
-from causal_middleware.context.markup import first_title, html_text, markup_header
+from causal_middleware.context.markup import (
+    MEDIAWIKI_SUFFIXES,
+    display_title,
+    first_title,
+    html_text,
+    markup_header,
+)
 from causal_middleware.context.text import index_terms
 from causal_middleware.retrieval.bm25 import BM25Index
 from causal_middleware.tasks.model import Passage
@@ -531,6 +537,8 @@ def _tool_names_in(path: str, text: str) -> list[str] | None:
     functions); None for a file that is not such a collection."""
     if PurePosixPath(path).suffix == ".py":
         return _python_tool_names(text)
+    if PurePosixPath(path).suffix in _JVM_SUFFIXES:
+        return _jvm_tool_names(text)
     if PurePosixPath(path).suffix not in _MULTI_TOOL_SUFFIXES:
         return None
     try:
@@ -540,6 +548,8 @@ def _tool_names_in(path: str, text: str) -> list[str] | None:
     operations = _openapi_operation_ids(data)
     if operations:
         return operations  # an OpenAPI document, a path item or an operation: one tool per operationId
+    if _is_json_schema(data):
+        return None  # one tool's argument schema (e.g. a Pydantic model's): its file names the tool
     if isinstance(data, dict) and isinstance(data.get("tools"), list | dict):
         data = data["tools"]
     elif isinstance(data, dict) and isinstance(data.get("function"), dict):
@@ -556,6 +566,69 @@ def _tool_names_in(path: str, text: str) -> list[str] | None:
     elif isinstance(data, dict):
         names = [str(k) for k, v in data.items() if isinstance(v, str | dict)]
     return names or None
+
+
+def _is_json_schema(data: object) -> bool:
+    """A JSON Schema of an object (``{"type": "object", "properties": {...}}``, as Pydantic's
+    ``model_json_schema()`` writes one): an argument schema, whose keys are keywords, not tools."""
+    if not isinstance(data, dict) or "name" in data or not isinstance(data.get("properties"), dict):
+        return False
+    return data.get("type") == "object" or "$schema" in data or isinstance(data.get("required"), list)
+
+
+_JVM_SUFFIXES = frozenset({".java", ".kt"})
+_JVM_TOOL = re.compile(r"@Tool\b(?!Param)")
+_JVM_NAME_ARG = re.compile(r"\bname\s*=\s*\"((?:[^\"\\]|\\.)+)\"")
+# what may stand between an annotation and the method it marks: more annotations, modifiers, the
+# return type (generics, arrays, a Kotlin "fun"), then the method's name and its "("
+_JVM_METHOD = re.compile(r"\s*(?:@\w+(?:\.\w+)*(?:\s*\([^)]*\))?\s*)*(?:[\w<>\[\],.?\s]+?\s)?(\w+)\s*\(")
+
+
+def _jvm_tool_names(text: str) -> list[str] | None:
+    """The tools a Java or Kotlin source file declares with Spring AI's ``@Tool`` annotation: the
+    annotation's ``name``, else the method's name (Spring AI's default). None for a file with no
+    ``@Tool`` method: its file name names its tool then."""
+    names: list[str] = []
+    for m in _JVM_TOOL.finditer(text):
+        end = m.end()
+        args = ""
+        rest = text[end:]
+        if rest.lstrip().startswith("("):
+            start = end + (len(rest) - len(rest.lstrip()))
+            close = _closing_paren(text, start)
+            if close is None:
+                continue
+            args, end = text[start + 1 : close], close + 1
+        given = _JVM_NAME_ARG.search(args)
+        if given:
+            names.append(given.group(1))
+            continue
+        method = _JVM_METHOD.match(text, end)
+        if method and method.group(1) not in ("class", "interface", "fun"):
+            names.append(method.group(1))
+    return list(dict.fromkeys(names)) or None
+
+
+def _closing_paren(text: str, start: int) -> int | None:
+    """The index of the ``)`` closing the ``(`` at ``start``, skipping string literals."""
+    depth, i, quote = 0, start, ""
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return None
 
 
 _HTTP_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
@@ -876,7 +949,7 @@ def _text_or_none(data: bytes) -> str | None:
     if b"\0" in data:
         return None
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a byte-order mark is an encoding marker, not text
     except UnicodeDecodeError:
         return None
     return text.replace("\r\n", "\n").replace("\r", "\n")  # as read_text's universal newlines
@@ -917,7 +990,12 @@ def _kb_entry(path: str, text: str) -> KBEntry:
     if not meta:
         _, fields = markup_header(body)
         meta = {k.lower(): v for k, v in fields.items()}
-    title = page_title(meta, body) or PurePosixPath(path).stem
+    if PurePosixPath(path).suffix.lower() in MEDIAWIKI_SUFFIXES:
+        # a MediaWiki page is titled by its name ("Pay_as_you_ride"), or {{DISPLAYTITLE:...}};
+        # its "= x =" lines are sections and "# x" lines numbered list items, not titles
+        title = str(meta.get("title") or display_title(body) or PurePosixPath(path).stem.replace("_", " "))
+    else:
+        title = page_title(meta, body) or display_title(body) or PurePosixPath(path).stem
     supersedes = meta.get("supersedes") or []
     if isinstance(supersedes, str):
         supersedes = [supersedes]

@@ -174,3 +174,80 @@ def test_an_openapi_document_describes_one_tool_per_operation(tmp_path: Path) ->
     assert ws.tool_names() == ["book_tour", "end_loan", "lend_telescope", "list_tours"]
     assert ws.tool_prompt_path("end_loan") == "api/desk.openapi.yaml"
     assert ws.tool_prompt_path("lend_telescope") == "api/paths/telescopes.yaml"
+
+
+def test_a_json_schema_per_file_is_one_tool_named_by_its_file(tmp_path: Path) -> None:
+    # Pydantic's model_json_schema(): its keys are schema keywords, its title a class name
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "prompt.txt").write_text(PROMPT)
+    (tmp_path / "schemas" / "book_tour.json").write_text(
+        '{"description": "Book a dome tour.", "properties": {"visitor_ref": {"title": "Visitor Ref",'
+        ' "type": "string"}}, "required": ["visitor_ref"], "title": "BookTour", "type": "object"}'
+    )
+    (tmp_path / "schemas" / "tour_limits.json").write_text('{"book_tour": "Book a dome tour."}')
+    (tmp_path / "causal-context.yaml").write_text("prompt: prompt.txt\ntools: schemas/\n")
+    ws = Workspace.from_dir(tmp_path)
+    assert ws.tool_names() == ["book_tour"]  # a {name: description} file still names its tools
+    assert "visitor_ref" in ws.tool_prompt("book_tour")
+
+
+def test_spring_ai_tool_annotations_name_their_tools(tmp_path: Path) -> None:
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "prompt.txt").write_text(PROMPT)
+    (tmp_path / "tools" / "BookTourTool.java").write_text(
+        "import org.springframework.ai.tool.annotation.Tool;\n\n@Component\npublic class BookTourTool {\n"
+        '    @Tool(name = "book_tour",\n          description = "Book a dome tour (40 minutes). "\n'
+        '                  + "Call it after the visitor agreed a time.")\n'
+        "    public TourReply bookTour(\n"
+        '            @ToolParam(description = "the visitor\'s reference (GV-2231)") String visitorRef) {\n'
+        "        return desk.book(visitorRef);\n    }\n\n"
+        '    @Tool(description = "Cancel a tour.")\n    @Transactional\n'
+        "    public List<String> cancelTour(String visitorRef) { return List.of(); }\n}\n"
+    )
+    (tmp_path / "tools" / "LendTool.kt").write_text(
+        '@Tool(description = "Lend a travel telescope")\nfun lendTelescope(memberNo: String): String = "lent"\n'
+    )
+    (tmp_path / "tools" / "Helper.java").write_text("public class Helper { void run() {} }\n")
+    (tmp_path / "causal-context.yaml").write_text("prompt: prompt.txt\ntools: tools/\n")
+    ws = Workspace.from_dir(tmp_path)
+    assert ws.tool_names() == ["Helper", "book_tour", "cancelTour", "lendTelescope"]
+    assert ws.tool_prompt_path("book_tour") == "tools/BookTourTool.java"
+
+
+def test_mediawiki_pages_are_titled_by_their_name_or_displaytitle(tmp_path: Path) -> None:
+    (tmp_path / "wiki" / "Visits").mkdir(parents=True)
+    (tmp_path / "prompt.txt").write_text(PROMPT)
+    (tmp_path / "wiki" / "Visits" / "Dome_tours.wiki").write_text(
+        "== How long ==\n# Arrive ten minutes early.\nDome tours last 40 minutes.\n[[Category:Visits]]\n"
+    )
+    (tmp_path / "wiki" / "Visits" / "Loans.wiki").write_text(
+        "{{DISPLAYTITLE:Telescope ''loans''}}\n== Price ==\nA loan costs 5 pounds a week.\n"
+    )
+    (tmp_path / "causal-context.yaml").write_text("prompt: prompt.txt\nkb: wiki/**/*.wiki\n")
+    ws = Workspace.from_dir(tmp_path)
+    titles = {e.path: e.title for e in ws.kb_entries()}
+    assert titles == {
+        "wiki/Visits/Dome_tours.wiki": "Dome tours",
+        "wiki/Visits/Loans.wiki": "Telescope loans",
+    }
+
+
+def test_a_plain_text_header_gives_title_and_change_date_and_a_bom_is_dropped(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "prompt.txt").write_text(PROMPT)
+    (tmp_path / "docs" / "tours.txt").write_bytes(
+        "\ufeffDOME TOURS\nLast updated: 4 March 2026\nOwner: Front desk\n\n\nTours last 40 minutes.\n".encode()
+    )
+    (tmp_path / "docs" / "faq.txt").write_text(
+        "CAN I BRING A CHILD?\nYes, children under 12 come free.\nPrice: 5 pounds\n"
+    )
+    (tmp_path / "docs" / "notes.txt").write_text("Tours last 40 minutes.\nUpdated: often\n")
+    (tmp_path / "causal-context.yaml").write_text("prompt: prompt.txt\nkb: docs/\n")
+    ws = Workspace.from_dir(tmp_path)
+    entries = {e.path: e for e in ws.kb_entries()}
+    tours = entries["docs/tours.txt"]
+    assert (tours.title, tours.modified, tours.owner) == ("DOME TOURS", "2026-03-04", "Front desk")
+    assert not tours.text.startswith("\ufeff")
+    faq = entries["docs/faq.txt"]  # a line of prose under the title: no header
+    assert (faq.title, faq.modified, faq.owner) == ("faq", None, None)
+    assert entries["docs/notes.txt"].modified is None  # a sentence is no title line
