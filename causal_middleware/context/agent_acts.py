@@ -76,6 +76,10 @@ _DONE_ELLIPTICAL = re.compile(
 _QUOTED_BACK = re.compile(r"\byou\s+(?:said|told me|promised|claimed|assured me)\b(?P<rest>[^.;!?]*)", _I)
 
 
+# Verbs of promising: what they report back is a commitment, the agent's act by its kind.
+_PROMISED = re.compile(r"(?:promised|assured me)\b", _I)
+
+
 # A state the user reports as persisting ("it still shows the charge", "still no reply").
 _STILL = re.compile(r"\bstill\b(?!\s+(?:want|need|like|have a question|wonder))", _I)
 # A fact set against the act with a concessive marker ("room C is closed on Fridays though").
@@ -114,6 +118,10 @@ def disputes_act(reply: str, answer: str) -> bool:
         quoted = _QUOTED_BACK.search(sent)
         if quoted and share_stem(set(term_seq(quoted.group("rest"))), act_terms):
             return True  # the promise held up against the user ("... this chat where you said it'd be approved?")
+        if quoted and _PROMISED.match(quoted.group(0).split(None, 1)[1]) and not sent.rstrip().endswith("?"):
+            # "You promised us that room and we got another one": a verb of promising names the
+            # act itself, whatever words it is told back in
+            return True
         body = lead_stripped(_LEAD.sub("", sent.strip()))
         echo = body.endswith("?") and not _QUESTION_OPENING.match(body) and not _FINITE.search(body)
         if echo and share_stem(set(term_seq(body)), act_terms):

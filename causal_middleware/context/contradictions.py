@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 
 from causal_middleware.context.conversation import Conversation, ConversationNode, NodeType
-from causal_middleware.context.objections import CHOICE_QUESTION
 from causal_middleware.context.replies import replies
 from causal_middleware.context.signals import Signal, SignalType
 from causal_middleware.context.statements import (
+    CHOICE_QUESTION,
     EXPERIENCED,
     LEAD_IN,
     REPORTED,

@@ -425,7 +425,24 @@ def _quoted_back(correction: str, restated: list[str], spans: list[str]) -> bool
     the agent said, rejects none of it and supplies no other, so there is no value to set right
     (the objection is to what the agent did or left out). A value said against another kind of
     source ("the page says 40") is that source's word, not the answer quoted back."""
-    return bool(spans) and len(restated) == len(spans) and not _SOURCE_CITED.search(correction)
+    return bool(spans) and len(restated) == len(spans) and not _cited_from_source(correction, spans)
+
+
+def _cited_from_source(correction: str, spans: list[str]) -> bool:
+    """Whether a value is said in the clause that cites a source for it ("the page says 40"; not
+    "my quote says these are estimates, so why are you promising me 7 years?", where the value is
+    the answer's, asked back in a clause of its own)."""
+    for m in _SOURCE_CITED.finditer(correction):
+        start = max((b.end() for b in _CLAUSE_BREAK.finditer(correction, 0, m.start())), default=0)
+        after = _CLAUSE_BREAK.search(correction, m.end())
+        clause = correction[start : after.start() if after else len(correction)]
+        if any(contains(clause, span) for span in spans):
+            return True
+    return False
+
+
+# Where a clause ends: a punctuation mark or a conjunction that opens the next one.
+_CLAUSE_BREAK = re.compile(r"[;!?]|[.,](?!\d)|\b(?:so|but|then)\b", _I)
 
 
 # A source other than the agent cited for a value ("the page says", "according to the sign").

@@ -155,7 +155,11 @@ def _language_signals(node: ConversationNode, follows_answer: bool = True) -> li
 WEAK_CUE = 0.75
 _WEAK_WORD = re.compile(r"\b(?:wrong|incorrect|mistaken|inaccurate|false)\b", _I)
 _INDEFINITE_CUE = re.compile(
-    r"\b(?:a|an|any|some)\s+(?:wrong|incorrect|mistaken|inaccurate|false)\s+[a-z]", _I
+    r"\b(?:a|an|any|some)\s+(?:wrong|incorrect|mistaken|inaccurate|false)\s+[a-z]|"
+    # "is something wrong with it?", "what's wrong with my card?": a fault in a thing the question
+    # asks about, not a verdict on the answer
+    r"\b(?:something|anything|what's|what is|what)\s+(?:\w+\s+)?wrong\s+with\b",
+    _I,
 )
 
 

@@ -9,7 +9,8 @@ perhaps a wiki data block of ``key : value`` lines between ``---- name ----`` an
 Markdown ATX (``# Title``) and HTML (``<title>``, ``<h1>``) give a title only. A plain-text page
 (a document exported as text, an email) may open with a title line and ``Key: value`` lines
 (``Last updated: 1 December 2026``) up to its first blank line. MediaWiki's ``{{DISPLAYTITLE:...}}``
-names a wiki page.
+names a wiki page. Org mode: ``#+TITLE:``, ``#+LAST_MODIFIED:``, ... keyword lines. An XML topic (DITA) states its revision dates, author and keywords in its
+prolog (``<revised modified="2026-01-15"/>``), an HTML page in ``<meta name=... content=...>``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ _DATA_CLOSE = re.compile(r"^-{4,}\s*$")
 _DATA_FIELD = re.compile(r"^(?P<name>[A-Za-z][\w .-]*?)\s*:\s*(?P<value>.*?)\s*$")
 _TAG = re.compile(r"<[^>]+>")
 # A plain header line: a short capitalised key ("Last updated", "Owner") and its value
+_ORG_KEYWORD = re.compile(r"^#\+(?P<name>[A-Za-z][\w-]*):[ \t]*(?P<value>.*?)\s*$")
 _PLAIN_FIELD = re.compile(r"^(?P<name>[A-Z][A-Za-z]*(?: [A-Za-z]+){0,3}):[ \t]+(?P<value>\S.*?)\s*$")
 _SENTENCE_END = re.compile(r"[.:;,]$")  # a title may be a question
 _DISPLAYTITLE = re.compile(r"\{\{\s*DISPLAYTITLE\s*:\s*(?P<title>[^}|]+?)\s*(?:\|[^}]*)?\}\}")
@@ -49,6 +51,8 @@ def markup_header(text: str) -> tuple[str | None, dict[str, str]]:
     if i == len(lines):
         return None, {}
     title: str | None = None
+    if _ORG_KEYWORD.match(lines[i]):
+        return _org_header(lines, i)
     # A field list that opens the page, above its title: Sphinx's file-wide metadata, AsciiDoc
     # attribute entries written before the document title.
     lead: dict[str, str] = {}
@@ -95,6 +99,21 @@ def markup_header(text: str) -> tuple[str | None, dict[str, str]]:
     return title, fields
 
 
+def _org_header(lines: list[str], i: int) -> tuple[str | None, dict[str, str]]:
+    """An Org-mode page's ``#+KEYWORD: value`` lines (up to the first line that is none, blank
+    lines aside), keys lower-cased; its ``#+TITLE`` is the title."""
+    fields: dict[str, str] = {}
+    while i < len(lines):
+        m = _ORG_KEYWORD.match(lines[i])
+        if m is None and lines[i].strip():
+            break
+        if m is not None:
+            fields[m.group("name").lower().replace("_", " ")] = m.group("value")
+        i += 1
+    title = fields.pop("title", None) or None
+    return title, fields
+
+
 def _plain_header(lines: list[str], i: int) -> tuple[str | None, dict[str, str]]:
     """A title line followed at once by ``Key: value`` lines up to a blank line (a plain-text
     document's header); ``(None, {})`` when the page does not open so. The title line is short
@@ -112,6 +131,41 @@ def _plain_header(lines: list[str], i: int) -> tuple[str | None, dict[str, str]]
         fields[f.group("name")] = f.group("value")
         j += 1
     return (title, fields) if fields else (None, {})
+
+
+_REVISED = re.compile(r"<revised\b[^>]*\bmodified\s*=\s*[\"'](?P<date>[^\"']+)[\"']", re.IGNORECASE)
+_AUTHOR = re.compile(r"<author\b[^>]*>(?P<author>[^<]+)</author>", re.IGNORECASE)
+_KEYWORD = re.compile(r"<keyword\b[^>]*>(?P<keyword>[^<]+)</keyword>", re.IGNORECASE)
+_META_TAG = re.compile(r"<meta\b[^>]*>", re.IGNORECASE)
+_ATTR = re.compile(
+    r"\b(?P<key>name|property|content)\s*=\s*(?P<q>[\"'])(?P<value>.*?)(?P=q)", re.IGNORECASE | re.DOTALL
+)
+
+
+def markup_fields(text: str) -> dict[str, str | list[str]]:
+    """The metadata an XML or HTML page states in its markup: a DITA prolog's latest
+    ``<revised modified=...>`` (as ``modified``), its ``<author>`` and ``<keyword>``s, and every
+    ``<meta name=... content=...>`` of an HTML head (its ``name`` as the key). ``{}`` for a page
+    with none, or one that is not markup."""
+    if "<" not in text:
+        return {}
+    head = text[:20000]
+    fields: dict[str, str | list[str]] = {}
+    for tag in _META_TAG.findall(head):
+        attrs = {m.group("key").lower(): html.unescape(m.group("value")).strip() for m in _ATTR.finditer(tag)}
+        key = attrs.get("name") or attrs.get("property")
+        if key and attrs.get("content"):
+            fields[key] = attrs["content"]
+    revised = sorted(m.group("date").strip() for m in _REVISED.finditer(head))
+    if revised:
+        fields["modified"] = revised[-1]
+    author = _AUTHOR.search(head)
+    if author and author.group("author").strip():
+        fields["author"] = html.unescape(author.group("author").strip())
+    keywords = [html.unescape(m.group("keyword").strip()) for m in _KEYWORD.finditer(head)]
+    if keywords:
+        fields["keywords"] = keywords
+    return fields
 
 
 def display_title(text: str) -> str | None:

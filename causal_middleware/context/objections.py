@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import re
 
-from causal_middleware.context.statements import LABEL, asks_for_information, lead_stripped
+from causal_middleware.context.statements import (
+    CHOICE_QUESTION,
+    LABEL,
+    asks_for_information,
+    lead_stripped,
+    trailing_question,
+)
 from causal_middleware.context.text import (
     MEASURED_KINDS,
     find_values,
@@ -95,7 +101,13 @@ _RHETORICAL_EVEN = re.compile(
     r"^why\s+would\s+(?!i\b|we\b|my\b|our\b)[a-z]+|"
     # "how would you know": the agent's grounds doubted (would/could: "how can you tell if ..." asks)
     r"^how\s+(?:would|could)\s+(?:you|a\s+[a-z]+|an\s+[a-z]+|anyone|anybody|they|it)\s+(?:even\s+|possibly\s+|really\s+)?"
-    r"(?:know|tell|be sure)\b",
+    r"(?:know|tell|be sure)\b|"
+    # an act going on doubted, whoever does it ("should a chat bot really be telling me ...?",
+    # "should I really be typing my card number in here?"): the progressive points at what is
+    # happening now, "really" / "even" doubts it
+    r"^(?:should|must|would|could|can)\s+(?:[a-z]+\s+){1,3}?(?:even|really|actually|honestly)\s+be\s+[a-z]+ing\b|"
+    # "who actually cancels it?": who does what the agent said would be done, doubted
+    r"^(?:so\s+|then\s+|but\s+)?who\s+(?:even|really|actually)\s+[a-z]+",
     _I,
 )
 # An expected safeguard found missing: "no X at all?", "no X or anything?", "without a X?".
@@ -138,6 +150,13 @@ _OTHERS_CALL = re.compile(
     r"(?:confidential|private|personal|sensitive|inappropriate|illegal|unsafe|dangerous|risky|not safe|not allowed)\b",
     _I,
 )
+# What the user needed set against what they were given ("I needed help right then, not a
+# form!", "we wanted a refund, not a voucher"): the agent's response was not what the turn called for.
+_NEEDED_INSTEAD = re.compile(
+    r"^(?:i|we)\s+(?:really\s+|just\s+|only\s+)?(?:needed|wanted|was asking for|were asking for|asked for|"
+    r"expected)\b[^.;!?]{1,60},\s*not\s+(?:a|an|the|some|your|just)?\s*[a-z]",
+    _I,
+)
 # A negative question with an obligation whose subject is not the user ("Shouldn't someone look at
 # it first?", "Doesn't that need a signature?"): the asker expects the obligation to hold.
 _NEGATIVE_DEONTIC_QUESTION = re.compile(
@@ -170,10 +189,7 @@ _NOW = re.compile(r"\bnow\b", _I)
 
 
 # A question asking which of two accounts holds ("which is it?", "who's right?").
-_CHOICE_QUESTION = re.compile(
-    r"\b(?:which|who)(?:'s|\s+is|\s+one\s+is|\s+one's)\s+(?:it|right|true|correct|wrong)\b", _I
-)
-CHOICE_QUESTION = _CHOICE_QUESTION
+_CHOICE_QUESTION = CHOICE_QUESTION
 
 # What someone other than the user or the agent said ("my neighbour said ...", "the sign says ...").
 _RELAYED = re.compile(
@@ -263,7 +279,7 @@ def _measured(text: str) -> list[tuple[str, str]]:
     return found + [("frequency", f) for f in frequencies(text) if ("frequency", f) not in found]
 
 
-def behavioural_objection(sentence: str) -> bool:
+def behavioural_objection(sentence: str, said: str | None = None) -> bool:
     """A reply to the agent's answer that objects to what it did, read from the sentence's
     structure rather than correction words: an obligation or permission that binds someone other
     than the user ("Surely someone has to check it first?", "I thought this had to be signed",
@@ -271,16 +287,39 @@ def behavioural_objection(sentence: str) -> bool:
     that?"), the agent's advice quoted back ("You told me to ..."), a reproach for what it left
     undone ("you could have said"), an exposure its act caused ("anybody can read that now"), or
     an expected step that has not happened ("nobody has even looked at it yet"). A question asking
-    what the user must do ("Do I need to ...?") and a request are not objections."""
+    what the user must do ("Do I need to ...?") and a request are not objections. ``said``, when
+    given, is what the agent said before in the session: advice quoted back must be some of it
+    ("you said you'd refund me, when will I see it" after answers that never spoke of a refund
+    recalls another conversation to ask a question, it quotes nothing back)."""
     text = _LEAD_IN.sub("", sentence.strip())
     text = LABEL.sub("", text) or text
-    if _AGENT_ADVICE.match(text) or _UNMET.search(text) or _REPROACH.search(text):
+    advice = _AGENT_ADVICE.match(text)
+    if advice and said is not None:
+        clause = re.split(r"[,;:]", text[advice.end() :], maxsplit=1)[0]
+        quoted = set(term_seq(clause))
+        if (
+            quoted
+            and not share_stem(quoted, set(term_seq(said)))
+            # (a value of what was said quoted back is some of it: "you told me I'd get £23")
+            and not any(same_value(v, a) for _, v in find_values(clause) for _, a in find_values(said))
+        ):
+            advice = None
+    if advice or _UNMET.search(text) or _REPROACH.search(text):
         return True
     if _AUTHORITY_QUESTION.match(text) or _FAULT_VERB.search(text):
         return True
     if _NEGATIVE_DEONTIC_QUESTION.match(text) or _OPEN_ACCESS.search(text) or _RHETORICAL_EVEN.match(text):
         return True
-    if _OTHERS_CALL.search(text):
+    # the same rhetorical question after the account that grounds it ("Nobody has replied yet, so
+    # how would you know?")
+    ending = trailing_question(text)
+    if (
+        ending
+        and ending != text
+        and (_RHETORICAL_EVEN.match(ending) or _NEGATIVE_DEONTIC_QUESTION.match(ending))
+    ):
+        return True
+    if _OTHERS_CALL.search(text) or _NEEDED_INSTEAD.match(text):
         return True
     # "I wasn't told the time when I booked, what is it?" asks in a later clause.
     wh_question = text.endswith("?") and _QUESTION_WORD.search(text) is not None

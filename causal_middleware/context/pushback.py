@@ -19,7 +19,7 @@ from causal_middleware.context.objections import (
 )
 from causal_middleware.context.replies import replies
 from causal_middleware.context.signals import Signal, SignalType
-from causal_middleware.context.statements import LEAD_IN, asks_for_information
+from causal_middleware.context.statements import LEAD_IN, asks_for_information, trailing_question
 from causal_middleware.context.text import (
     MEASURED_KINDS,
     expand_informal,
@@ -60,8 +60,18 @@ _DOUBTED_CERTAINTY = re.compile(
 def pushback_form(sentence: str) -> bool:
     """A prohibition addressed to the agent or a rhetorical "how can you / why are you ...?"
     question: the forms :func:`pushback` reads, whatever their object."""
-    body = LEAD_IN.sub("", expand_informal(sentence).strip())
-    return bool(_PROHIBITION.match(body) or _RHETORICAL.match(body))
+    return any(
+        _PROHIBITION.match(body) or _RHETORICAL.match(body) for body in _readings(expand_informal(sentence))
+    )
+
+
+def _readings(sentence: str) -> list[str]:
+    """The sentence without its lead-in words and, when it ends in a question clause of its own
+    ("Nobody has replied yet, so how would you know?"), that clause: a rhetorical question may
+    follow the account that grounds it."""
+    body = LEAD_IN.sub("", sentence.strip())
+    q = trailing_question(body)
+    return [body, q] if q and q != body else [body]
 
 
 def pushback(conversation: Conversation, found: list[Signal]) -> list[Signal]:
@@ -72,6 +82,9 @@ def pushback(conversation: Conversation, found: list[Signal]) -> list[Signal]:
     out = []
     for last_agent, n in replies(conversation, found):
         answer_terms = set(term_seq(last_agent.content))
+        agent_said = " ".join(
+            m.content for m in conversation.nodes[: conversation.index(n.id)] if m.type == NodeType.AGENT
+        )
         said = sentences(n.content)
         # "Where's my refund? It was supposed to be paid on Monday." after an answer on another matter:
         # a new question first, and the rest sets its scene; it objects to nothing the agent said.
@@ -80,16 +93,26 @@ def pushback(conversation: Conversation, found: list[Signal]) -> list[Signal]:
             (asks_for_information(said[0]) and not share_stem(set(term_seq(said[0])), answer_terms))
             or (asks_for_information(said[-1]) and not share_stem(set(term_seq(n.content)), answer_terms))
         )
-        for sent in sentences(expand_informal(n.content)):
-            body = LEAD_IN.sub("", sent.strip())
+        for body in (b for sent in sentences(expand_informal(n.content)) for b in _readings(sent)):
             m = _PROHIBITION.match(body) or _RHETORICAL.match(body) or _DOUBTED_CERTAINTY.match(body)
             if (
-                (m and share_stem(set(term_seq(body[m.start("verb") :])), answer_terms))
+                (
+                    m
+                    and (
+                        share_stem(set(term_seq(body[m.start("verb") :])), answer_terms)
+                        # ... or one of its values ("why are you promising me 3 weeks?")
+                        or any(
+                            same_value(v, a)
+                            for _, v in find_values(body[m.start("verb") :])
+                            for _, a in find_values(last_agent.content)
+                        )
+                    )
+                )
                 # "how can you promise a time when the cleaners aren't even in yet": "even" makes it rhetorical
                 or (m and m.re is _RHETORICAL and _EVEN.search(body))
                 or challenges_agent(body)
                 or disputes_act(n.content, last_agent.content)
-                or (behavioural_objection(body) and not new_topic)
+                or (behavioural_objection(body, agent_said) and not new_topic)
                 or relayed_conflict(n.content)
                 or relayed_contradiction(n.content, last_agent.content)
                 or relayed_value(n.content, last_agent.content)

@@ -493,7 +493,13 @@ class _Recommender:
                     and contains(h.content, expected)
                     and (
                         self._partly_about(h.content, expected, least=1 if h.path in returned_here else 2)
-                        or (exact and self._partly_about(h.content, expected, least=1, half=False))
+                        # (the word in the sentence that states the figure: one shared with the
+                        # page's title only may name another thing the page prices, "Pay as you
+                        # ride" for "the overtime charge on my ride allowance")
+                        or (
+                            exact
+                            and self._partly_about(h.content, expected, least=1, half=False, titled=False)
+                        )
                     )
                 ]
                 cands = stating if len(stating) == 1 else []
@@ -682,15 +688,19 @@ class _Recommender:
             return set()
         return {d.path for d in self.root.documents if d.path}
 
-    def _partly_about(self, text: str, value: str, least: int = 2, half: bool = True) -> bool:
-        """Whether the sentence stating ``value``, with its page's title and index words, shares
-        ``least`` or more and (``half``) at least half of the user's words for what they asked about."""
+    def _partly_about(
+        self, text: str, value: str, least: int = 2, half: bool = True, titled: bool = True
+    ) -> bool:
+        """Whether the sentence stating ``value``, with (``titled``) its page's title and index
+        words, shares ``least`` or more and (``half``) at least half of the user's words for what
+        they asked about."""
         sent = claim_sentence(_prose(text), value)
         if sent is None:
             return False
         meta, body = read_page(text)
-        title = page_title(meta, body) or ""
-        words = _word_keys(term_set(f"{sent} {title} {' '.join(_labels(meta))}"))
+        title = (page_title(meta, body) or "") if titled else ""
+        labels = " ".join(_labels(meta)) if titled else ""
+        words = _word_keys(term_set(f"{sent} {title} {labels}"))
         shared = _word_keys(self.subject) & words
         return len(shared) >= least and (not half or len(shared) * 2 >= len(_word_keys(self.subject)))
 

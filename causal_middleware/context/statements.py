@@ -113,6 +113,30 @@ _ASKS_AGENT = re.compile(r"^(?:can|could|would|will)\s+you\s+(?!even\b|actually\
 _RHETORICAL_MARKER = re.compile(r"\b(?:even|actually|really|seriously|supposed)\b", _I)
 
 
+# The question a sentence ends with, in a clause of its own after a comma, a semicolon or a dash
+# ("Nobody has replied yet, so how would you know?", "You're not the lender, how can you say
+# that?"): a question word or an auxiliary opens it, a conjunction before it dropped.
+_TRAILING_QUESTION = re.compile(
+    r"(?:[,;]|\s[-\u2013\u2014])\s*(?:(?:so|then|but|and|or)\s+)?"
+    r"(?P<q>(?:how|why|who|what|where|when|which|do|does|did|can|could|should|would|will|is|are|was|were)"
+    r"\b[^,;?]*\?+)\s*$",
+    _I,
+)
+
+
+def trailing_question(sentence: str) -> str | None:
+    """The question clause a longer sentence ends with, if any (see ``_TRAILING_QUESTION``)."""
+    m = _TRAILING_QUESTION.search(sentence.strip())
+    return m.group("q") if m else None
+
+
+# A question asking which of two accounts holds ("which is it?", "who's right?"): it asks for no
+# fact, it sets an account against the answer.
+CHOICE_QUESTION = re.compile(
+    r"\b(?:which|who)(?:'s|\s+is|\s+one\s+is|\s+one's)\s+(?:it|right|true|correct|wrong)\b", _I
+)
+
+
 def lead_stripped(sentence: str) -> str:
     """The sentence without its lead-in words, interjection and colon label."""
     text = expand_informal(sentence).strip()
@@ -131,7 +155,9 @@ def asks_for_information(sentence: str) -> bool:
     clauses = [lead_stripped(c) for c in re.split(r"(?<=[,;])\s+", text)]
     # the question is the clause that opens the sentence or the one that ends it
     return any(
-        len(c.split()) >= 3 and (_INFORMATION_WORD.match(c) or _ASKS_AGENT.match(c))
+        len(c.split()) >= 3
+        and (_INFORMATION_WORD.match(c) or _ASKS_AGENT.match(c))
+        and not CHOICE_QUESTION.match(c)
         for c in {clauses[0], clauses[-1]}
     )
 
@@ -152,6 +178,15 @@ EXPERIENCED = re.compile(
     r"(?:been\s+)?(?:paid|was\s+[a-z]+ed|were\s+[a-z]+ed|got\s+[a-z]+ed|charged|billed|quoted|given|sent)\b|"
     # ... or its second act, joined to a first ("I bought one in May and paid $40")
     r"\b(?:i|we)\s+[a-z]+ed\b(?:\s+[\w']+){0,5}?\s+(?:and|then)\s+(?:paid|got\s+[a-z]+ed|was\s+[a-z]+ed|"
-    r"were\s+[a-z]+ed)\b|\b(?:i|we)\s+[a-z]+\b(?:\s+[\w']+){0,5}?\s+(?:and|then)\s+paid\b",
+    r"were\s+[a-z]+ed)\b|\b(?:i|we)\s+[a-z]+\b(?:\s+[\w']+){0,5}?\s+(?:and|then)\s+paid\b|"
+    # ... or that of someone the user knows ("my mate was charged 400", "our neighbour paid 40")
+    r"\b(?:my|our)\s+(?:[a-z]+\s+){0,2}?[a-z]+\s+(?:just\s+|only\s+|also\s+|once\s+|recently\s+)?"
+    r"(?:paid|was\s+[a-z]+ed|were\s+[a-z]+ed|got\s+[a-z]+ed|charged|billed|quoted)\b|"
+    # ... or told as what happened the last time ("Last time it dropped out I got the alert
+    # after 6 hours")
+    r"\blast time\b[^.;!?]*?\b(?:i|we)\s+(?:got|had|was|were|paid|waited|[a-z]+ed)\b|"
+    # a price told by what was bought for it ("I got one for 96", "my colleague just bought one for 96")
+    r"\b(?:i|we|(?:my|our)\s+[a-z]+)\s+(?:just\s+|only\s+|also\s+|once\s+|recently\s+)?(?:bought|got|paid)\b"
+    r"[^.;!?]{0,30}?\bfor\s+(?=[$\u20ac\u00a3\d])",
     _I,
 )

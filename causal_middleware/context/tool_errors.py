@@ -35,8 +35,9 @@ _TOOL_EXPECTED_BARE = re.compile(
 # A name that reads as code, not prose: with a separator or a digit, or in capitals.
 _CODE_LIKE = re.compile(r"[\w.:/-]*[_\d-][\w.:/-]*|[A-Z][A-Z0-9]+")
 
-_GOT_KEYS = re.compile(r"^(?:got|received|value|input|given|provided|actual|rejected(?:_value)?)$", _I)
-_EXPECTED_KEYS = re.compile(r"^(?:expected(?:_value)?|did_you_mean|suggestion|correct(?:_value)?)$", _I)
+# (snake_case or camelCase alike: "rejected_value", "rejectedValue")
+_GOT_KEYS = re.compile(r"^(?:got|received|value|input|given|provided|actual|rejected(?:_?value)?)$", _I)
+_EXPECTED_KEYS = re.compile(r"^(?:expected(?:_?value)?|did_?you_?mean|suggestion|correct(?:_?value)?)$", _I)
 _ALLOWED_KEYS = re.compile(
     r"(?:allow|valid|accept|support|permitted|options|choices|enum|expected|possible|one_?of)", _I
 )
@@ -227,8 +228,17 @@ def tool_error_delta(output: str, args_text: str = "") -> tuple[str | None, str 
     sent = structured(args_text)
     sent_keys = {str(k) for k in sent} if isinstance(sent, dict) else set()
     if fault_got is None:
-        if expected is None and got in sent_keys and fault_expected is not None:
-            expected = fault_expected  # a rejected name, and the one missing name it was meant to be
+        if fault_expected is not None and _nothing_sent(data):
+            # the error reports nothing received for the argument it says is missing
+            # ({"field": "x", "rejectedValue": null}): what else the call sent and the error happens
+            # to echo (an id in the request path) is no rejected value
+            got = None
+        if fault_expected is not None and (got is None or (expected is None and got in sent_keys)):
+            # a rejected name, and the one missing name it was meant to be; or no rejected value at
+            # all: then the error is about the one required argument it says the call left out,
+            # and what else it quotes names the request ("Validation failed for object='x'"), not
+            # a value
+            expected = fault_expected
         return expected, got
     # the argument itself was rejected: what the error names as meant, if it is not a sent name
     return (expected if expected and expected not in sent_keys and expected != fault_got else None), fault_got
@@ -241,7 +251,9 @@ def _value_fault(output: str, args_text: str, data: Any) -> tuple[str | None, st
     absent = False
     if data is not None:
         for key, value in walk(data):
-            if isinstance(value, str | int | float) and not isinstance(value, bool):
+            if value is None and _GOT_KEYS.match(key):
+                absent = True  # "rejectedValue": null
+            elif isinstance(value, str | int | float) and not isinstance(value, bool):
                 # a bare "value" field is often the error's own (SOAP 1.2 <Code><Value>): it is
                 # the rejected value only when the call sent it
                 if _GOT_KEYS.match(key) and _ABSENT.fullmatch(str(value).strip()):
@@ -302,6 +314,16 @@ def _value_fault(output: str, args_text: str, data: Any) -> tuple[str | None, st
 _REQUIRED_KEYS = re.compile(r"(?:required|missing|mandatory)", _I)
 # What a validator reports as the received value of an argument the call did not send.
 _ABSENT = re.compile(r"undefined|null|nil|none|missing|", _I)
+
+
+def _nothing_sent(data: Any) -> bool:
+    """Whether a structured error reports the received value of an argument as nothing
+    (``"received": "undefined"``, ``"rejectedValue": null``)."""
+    return data is not None and any(
+        _GOT_KEYS.match(key)
+        and (value is None or (isinstance(value, str) and _ABSENT.fullmatch(value.strip())))
+        for key, value in walk(data)
+    )
 
 
 def _missing_required(data: Any, args_text: str, got: str | None) -> str | None:
@@ -665,6 +687,13 @@ def renamed_argument(output: str, args_text: str, description: str) -> tuple[str
         # no sent name shares a word with the required one: the one sent name whose own
         # documentation does ("payment_id": "The charge reference ..." for "charge_id")
         sharing = [k for k in keys if stems & _stems(_documentation_of(description, k))]
+    if not sharing:
+        # nor any documentation: the one sent name ending in another word for the same kind of
+        # field ("issue_type" for "fault_category": both name what sort of thing it is)
+        head = _HEAD_SYNONYMS.get(words[-1]) if words else None
+        sharing = [
+            k for k in keys if head is not None and _HEAD_SYNONYMS.get((_words_of(k) or [""])[-1]) == head
+        ]
     if len(sharing) == 1:
         return expected, sharing[0]
     if len(sharing) > 1:
@@ -679,6 +708,13 @@ def renamed_argument(output: str, args_text: str, description: str) -> tuple[str
         if fit(ranked[0]) != fit(ranked[1]):
             return expected, ranked[0]
     return None, None
+
+
+# General English words that, as the last word of a field's name, say the field classifies the
+# thing it is about (its type): one field can be named with any of them.
+_HEAD_SYNONYMS = dict.fromkeys(
+    ("type", "types", "kind", "kinds", "category", "categories", "class", "classes", "sort", "sorts"), "type"
+)
 
 
 def _stems(text: str) -> set[str]:
@@ -698,6 +734,11 @@ def _documentation_of(description: str, name: str) -> str:
         m = re.search(named, line)
         if m:
             rest = line[m.end() :]
+            if len(re.findall(r"[A-Za-z]{3,}", rest)) < 3:
+                # a parameter annotated before its name on the same line (a Java / Kotlin
+                # `@Param(description = "...") String name`, a C# `[Description("...")] string
+                # name`): what precedes it documents it
+                rest = line[: m.start()] + rest
             if len(re.findall(r"[A-Za-z]{3,}", rest)) < 3:
                 indent = len(line) - len(line.lstrip())
                 for below in lines[i + 1 : i + 8]:

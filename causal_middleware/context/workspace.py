@@ -47,6 +47,7 @@ from causal_middleware.context.markup import (
     display_title,
     first_title,
     html_text,
+    markup_fields,
     markup_header,
 )
 from causal_middleware.context.text import index_terms
@@ -539,6 +540,8 @@ def _tool_names_in(path: str, text: str) -> list[str] | None:
         return _python_tool_names(text)
     if PurePosixPath(path).suffix in _JVM_SUFFIXES:
         return _jvm_tool_names(text)
+    if PurePosixPath(path).suffix == ".cs":
+        return _kernel_function_names(text)
     if PurePosixPath(path).suffix not in _MULTI_TOOL_SUFFIXES:
         return None
     try:
@@ -606,6 +609,31 @@ def _jvm_tool_names(text: str) -> list[str] | None:
         method = _JVM_METHOD.match(text, end)
         if method and method.group(1) not in ("class", "interface", "fun"):
             names.append(method.group(1))
+    return list(dict.fromkeys(names)) or None
+
+
+# Semantic Kernel's [KernelFunction] / [KernelFunction("name")], perhaps among other attributes in
+# the same brackets, then further attribute lists, modifiers and the return type before the name
+_KERNEL_FUNCTION = re.compile(
+    r'\[\s*(?:[\w.]+(?:\([^\]]*\))?\s*,\s*)*KernelFunction(?:Attribute)?\s*(?:\(\s*(?:@?"(?P<name>[^"]+)")?[^\]]*\))?'
+)
+_CS_METHOD = re.compile(r"(?:\s*\[[^\]]*\])*\s*(?:[\w<>\[\],.?]+\s+)+?(?P<name>\w+)\s*\(")
+
+
+def _kernel_function_names(text: str) -> list[str] | None:
+    """The tools a C# file declares as Semantic Kernel functions: ``[KernelFunction("name")]``'s
+    name, else the method's name less an ``Async`` suffix (Semantic Kernel's default). None for a
+    file with none: its file name names its tool then."""
+    names: list[str] = []
+    for m in _KERNEL_FUNCTION.finditer(text):
+        if m.group("name"):
+            names.append(m.group("name"))
+            continue
+        close = text.find("]", m.end())
+        method = _CS_METHOD.match(text, close + 1) if close >= 0 else None
+        if method:
+            name = method.group("name")
+            names.append(name[: -len("Async")] if name.endswith("Async") and len(name) > 5 else name)
     return list(dict.fromkeys(names)) or None
 
 
@@ -989,7 +1017,7 @@ def _kb_entry(path: str, text: str) -> KBEntry:
         raise ValueError(f"{path}: {exc}") from exc
     if not meta:
         _, fields = markup_header(body)
-        meta = {k.lower(): v for k, v in fields.items()}
+        meta = {k.lower(): v for k, v in fields.items()} or dict(markup_fields(body))
     if PurePosixPath(path).suffix.lower() in MEDIAWIKI_SUFFIXES:
         # a MediaWiki page is titled by its name ("Pay_as_you_ride"), or {{DISPLAYTITLE:...}};
         # its "= x =" lines are sections and "# x" lines numbered list items, not titles
@@ -1027,14 +1055,17 @@ def _opt_str(value: Any) -> str | None:
 
 def page_title(meta: Mapping[str, Any], body: str) -> str | None:
     """A page's title: its front matter's, else its markup header's (AsciiDoc ``= Title``, an
-    underlined reST or setext title), else its first heading (Markdown ``#``, HTML)."""
+    underlined reST or setext title), else the one it declares (MediaWiki's
+    ``{{DISPLAYTITLE:...}}``), else its first heading (Markdown ``#``, HTML)."""
     header_title = markup_header(body)[0] if not meta.get("title") else None
-    title = meta.get("title") or header_title or first_heading(body) or first_title(body)
+    title = (
+        meta.get("title") or header_title or display_title(body) or first_heading(body) or first_title(body)
+    )
     return str(title) if title else None
 
 
 def first_heading(body: str) -> str | None:
     for line in body.splitlines():
-        if line.startswith("#"):
+        if line.startswith("#") and not line.startswith("#+"):  # "#+TITLE:" is an Org keyword line
             return line.lstrip("#").strip()
     return None

@@ -251,3 +251,59 @@ def test_a_plain_text_header_gives_title_and_change_date_and_a_bom_is_dropped(tm
     faq = entries["docs/faq.txt"]  # a line of prose under the title: no header
     assert (faq.title, faq.modified, faq.owner) == ("faq", None, None)
     assert entries["docs/notes.txt"].modified is None  # a sentence is no title line
+
+
+def test_semantic_kernel_functions_name_their_tools(tmp_path: Path) -> None:
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "prompt.txt").write_text(PROMPT)
+    (tmp_path / "plugins" / "Tours.cs").write_text(
+        "using Microsoft.SemanticKernel;\n\npublic sealed class DeskPlugin\n{\n"
+        '    [KernelFunction("book_tour")]\n    [Description("Books a dome tour [40 minutes].")]\n'
+        "    public async Task<string> BookTourAsync(\n"
+        '        [Description("The visitor reference, e.g. GV-2231.")] string visitorRef)\n    { return ""; }\n\n'
+        '    [KernelFunction, Description("Cancel a tour.")]\n'
+        '    public async Task<string> CancelTourAsync(string visitorRef) { return ""; }\n}\n'
+    )
+    (tmp_path / "plugins" / "Models.cs").write_text("public record Tour(string Ref);\n")
+    (tmp_path / "causal-context.yaml").write_text("prompt: prompt.txt\ntools: plugins/\n")
+    ws = Workspace.from_dir(tmp_path)
+    assert ws.tool_names() == ["CancelTour", "Models", "book_tour"]
+    assert ws.tool_prompt_path("book_tour") == "plugins/Tours.cs"
+
+
+def test_a_dita_prolog_and_html_meta_tags_give_the_page_header(tmp_path: Path) -> None:
+    (tmp_path / "topics").mkdir()
+    (tmp_path / "prompt.txt").write_text(PROMPT)
+    (tmp_path / "topics" / "tours.dita").write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE concept PUBLIC "-//OASIS//DTD DITA Concept//EN" "concept.dtd">\n'
+        '<concept id="tours"><title>Dome tours</title><prolog><author>Front desk</author>\n'
+        '<critdates><created date="2023-01-02"/><revised modified="2025-05-01"/><revised modified="2026-02-03"/>'
+        "</critdates><metadata><keywords><keyword>dome</keyword><keyword>tour</keyword></keywords></metadata>"
+        "</prolog><conbody><p>Dome tours last 40 minutes.</p></conbody></concept>\n"
+    )
+    (tmp_path / "topics" / "loans.html").write_text(
+        '<html><head><title>Telescope loans</title><meta name="dcterms.modified" content="2026-04-05">'
+        '<meta name="author" content="Loans team"></head><body><p>Loans cost 5 pounds.</p></body></html>\n'
+    )
+    (tmp_path / "causal-context.yaml").write_text("prompt: prompt.txt\nkb: topics/\n")
+    ws = Workspace.from_dir(tmp_path)
+    tours, loans = ws.kb_entry("topics/tours.dita"), ws.kb_entry("topics/loans.html")
+    assert (tours.title, tours.modified, tours.author, tours.keywords) == (
+        "Dome tours",
+        "2026-02-03",
+        "Front desk",
+        ["dome", "tour"],
+    )
+    assert (loans.title, loans.modified, loans.author) == ("Telescope loans", "2026-04-05", "Loans team")
+
+
+def test_org_mode_keyword_lines_give_title_change_date_and_author(tmp_path: Path) -> None:
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "prompt.txt").write_text(PROMPT)
+    (tmp_path / "pages" / "tours.org").write_text(
+        "#+TITLE: Dome tours\n#+AUTHOR: Front desk\n#+DATE: 2023-05-02\n#+LAST_MODIFIED: 2026-04-22\n\n"
+        "* How long\nDome tours last 40 minutes.\n"
+    )
+    (tmp_path / "causal-context.yaml").write_text("prompt: prompt.txt\nkb: pages/\n")
+    entry = Workspace.from_dir(tmp_path).kb_entry("pages/tours.org")
+    assert (entry.title, entry.modified, entry.author) == ("Dome tours", "2026-04-22", "Front desk")
