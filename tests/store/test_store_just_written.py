@@ -5,6 +5,7 @@ the file whenever the file could say something else."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,15 +19,22 @@ from causal_middleware.store.sqlite import SqliteSpanStore
 
 
 class _Counting(SqliteSpanStore):
-    """Counts how often the run's rows are read from the file."""
+    """Counts how often the run's rows are read from the file, and how often each run's row was
+    written (a batch of its spans, with any annotations queued behind them; an annotation on its
+    own)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.file_reads: list[str] = []
+        self.writes: Counter[str] = Counter()
 
     def _read_spans_and_facts(self, run_id: str) -> Any:
         self.file_reads.append(run_id)
         return super()._read_spans_and_facts(run_id)
+
+    def _refresh_run(self, run_id: str, *args: Any, **kwargs: Any) -> None:
+        self.writes[run_id] += 1
+        super()._refresh_run(run_id, *args, **kwargs)
 
 
 @pytest.fixture
@@ -130,7 +138,12 @@ def test_reference_runs_and_forks_read_back_as_the_file_has_them(tmp_path: Path)
     finally:
         env.close()
     try:
-        assert store.file_reads == []  # every run (and each fork's own half) came from its records
+        # every run (and each fork's own half) whose row was written once came from its records;
+        # one written again before it was read (its spans handed over in parts, or an annotation
+        # the writer no longer held: the background writer's timing decides) is read from the
+        # file, as it must be
+        assert all(store.writes[run_id] > 1 for run_id in store.file_reads)
+        assert any(store.writes[run_id] == 1 for run_id in read)
         for run_id, trajectory in read.items():
             expected = _from_file(store, run_id)
             assert trajectory == expected and trajectory.model_dump_json() == expected.model_dump_json()
