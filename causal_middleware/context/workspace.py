@@ -51,6 +51,7 @@ from causal_middleware.context.markup import (
     markup_header,
 )
 from causal_middleware.context.text import index_terms
+from causal_middleware.prompts.reply import balanced_end
 from causal_middleware.retrieval.bm25 import BM25Index
 from causal_middleware.tasks.model import Passage
 
@@ -581,6 +582,7 @@ def _is_json_schema(data: object) -> bool:
 
 _JVM_SUFFIXES = frozenset({".java", ".kt"})
 _JVM_TOOL = re.compile(r"@Tool\b(?!Param)")
+_OPEN_PAREN = re.compile(r"\s*\(")
 _JVM_NAME_ARG = re.compile(r"\bname\s*=\s*\"((?:[^\"\\]|\\.)+)\"")
 # what may stand between an annotation and the method it marks: more annotations, modifiers, the
 # return type (generics, arrays, a Kotlin "fun"), then the method's name and its "("
@@ -595,13 +597,12 @@ def _jvm_tool_names(text: str) -> list[str] | None:
     for m in _JVM_TOOL.finditer(text):
         end = m.end()
         args = ""
-        rest = text[end:]
-        if rest.lstrip().startswith("("):
-            start = end + (len(rest) - len(rest.lstrip()))
-            close = _closing_paren(text, start)
-            if close is None:
+        paren = _OPEN_PAREN.match(text, end)
+        if paren:
+            close = balanced_end(text, paren.end() - 1, "(", ")")
+            if close < 0:
                 continue
-            args, end = text[start + 1 : close], close + 1
+            args, end = text[paren.end() : close - 1], close
         given = _JVM_NAME_ARG.search(args)
         if given:
             names.append(given.group(1))
@@ -635,28 +636,6 @@ def _kernel_function_names(text: str) -> list[str] | None:
             name = method.group("name")
             names.append(name[: -len("Async")] if name.endswith("Async") and len(name) > 5 else name)
     return list(dict.fromkeys(names)) or None
-
-
-def _closing_paren(text: str, start: int) -> int | None:
-    """The index of the ``)`` closing the ``(`` at ``start``, skipping string literals."""
-    depth, i, quote = 0, start, ""
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return None
 
 
 _HTTP_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})

@@ -23,8 +23,9 @@ _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _DECODER = json.JSONDecoder()
 
 
-def _balanced_end(text: str, start: int) -> int:
-    """Index after the ``}`` closing the ``{`` at ``start`` (strings skipped); -1 when unclosed."""
+def balanced_end(text: str, start: int, opening: str = "{", closing: str = "}") -> int:
+    """Index after the ``closing`` that closes the ``opening`` at ``start`` (string literals
+    skipped); -1 when unclosed."""
     depth = 0
     quote: str | None = None
     escaped = False
@@ -40,9 +41,9 @@ def _balanced_end(text: str, start: int) -> int:
             continue
         if ch in "\"'":
             quote = ch
-        elif ch == "{":
+        elif ch == opening:
             depth += 1
-        elif ch == "}":
+        elif ch == closing:
             depth -= 1
             if depth == 0:
                 return i + 1
@@ -80,7 +81,7 @@ def top_level_values(text: str, *, objects_only: bool = False, lenient: bool = F
         except (json.JSONDecodeError, RecursionError):
             value, end = _NOTHING, -1
         if value is _NOTHING and lenient and ch == "{":
-            end = _balanced_end(text, i)
+            end = balanced_end(text, i)
             if end != -1:
                 loaded = _lenient_loads(text[i:end])
                 value = loaded if isinstance(loaded, dict | list) else _NOTHING
