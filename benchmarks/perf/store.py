@@ -30,6 +30,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from functools import partial
 from pathlib import Path
 from types import ModuleType
@@ -198,13 +199,16 @@ def file_bytes(store: Any, path: Path) -> int:
 def default_plan(store: Any) -> list[str]:
     """EXPLAIN QUERY PLAN of the statement ``list_runs()`` runs (caught with a trace callback)."""
     seen: list[str] = []
-    store._conn.set_trace_callback(seen.append)
-    try:
-        store.list_runs()
-    finally:
-        store._conn.set_trace_callback(None)
-    listing = [q for q in seen if q.lstrip().upper().startswith("SELECT") and "FROM RUNS" in q.upper()]
-    return [str(row[3]) for row in store._conn.execute("EXPLAIN QUERY PLAN " + listing[-1])]
+    # reads have their own connection since the reader/writer split; older stores read on _conn
+    read = getattr(store, "_read", None)
+    with read("tracing the listing") if read is not None else nullcontext(store._conn) as conn:
+        conn.set_trace_callback(seen.append)
+        try:
+            store.list_runs()
+        finally:
+            conn.set_trace_callback(None)
+        listing = [q for q in seen if q.lstrip().upper().startswith("SELECT") and "FROM RUNS" in q.upper()]
+        return [str(row[3]) for row in conn.execute("EXPLAIN QUERY PLAN " + listing[-1])]
 
 
 def head_store_module(ref: str = "HEAD") -> ModuleType | None:

@@ -425,7 +425,16 @@ class SqliteSpanStore(SpanStore):
         read_only: bool | None = None,
     ):
         self.path = str(path)
-        self._lock = threading.RLock()
+        self._lock = (
+            threading.RLock()
+        )  # the write connection (the writer holds it while it encodes and commits)
+        # reads of a file go through their own connection and lock, so they never wait for the
+        # writer's transaction (WAL: a reader sees the last commit); memory and read-only stores
+        # have one connection, shared under _lock
+        self._read_lock = threading.RLock()
+        self._rconn: sqlite3.Connection | None = None
+        self._closed = False
+        self._facts_lock = threading.Lock()  # _run_facts, _written, _blob_cache (both threads use them)
         self._cache = TrajectoryCache(cache_size)
         self._in_memory = self.path == ":memory:" or self.path.startswith("file::memory:")
         self._key = f"sqlite-memory:{id(self)}"
@@ -522,6 +531,11 @@ class SqliteSpanStore(SpanStore):
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+        with self._read_lock:
+            self._closed = True
+            if self._rconn is not None:
+                self._rconn.close()
+                self._rconn = None
 
     def __enter__(self) -> SqliteSpanStore:
         return self
@@ -531,8 +545,8 @@ class SqliteSpanStore(SpanStore):
 
     @property
     def schema_version(self) -> int:
-        with self._lock, self._reading("reading the schema version"):
-            return int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+        with self._read("reading the schema version") as conn:
+            return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
     def pending_key(self) -> str:
         return self._key
@@ -543,6 +557,25 @@ class SqliteSpanStore(SpanStore):
             yield
         except sqlite3.Error as exc:
             raise store_error(exc, f"{what} in span store {self.path}") from exc
+
+    @contextmanager
+    def _read(self, what: str) -> Iterator[sqlite3.Connection]:
+        """The connection a read uses, held for the block, with errors named as ``what``."""
+        if self._in_memory or self.read_only:
+            with self._lock, self._reading(what):
+                yield self._conn
+            return
+        with self._read_lock, self._reading(what):
+            if self._rconn is None:
+                if self._closed:
+                    raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+                conn = sqlite3.connect(
+                    self.path, timeout=DEFAULT_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+                )
+                conn.row_factory = sqlite3.Row
+                conn.execute("PRAGMA query_only = 1")
+                self._rconn = conn
+            yield self._rconn
 
     def _transaction(self, work: Callable[[], Any], what: str) -> Any:
         with self._lock:
@@ -574,6 +607,10 @@ class SqliteSpanStore(SpanStore):
                 raise
 
     def _keep_staged_facts(self) -> None:
+        with self._facts_lock:
+            self._keep_staged()
+
+    def _keep_staged(self) -> None:
         for run_id, entry in self._staged_facts.items():
             self._run_facts[run_id] = entry
             self._run_facts.move_to_end(run_id)
@@ -736,14 +773,14 @@ class SqliteSpanStore(SpanStore):
 
     def read_health(self) -> dict[str, int]:
         self._await_pending()  # the counters ride with the runs still queued
-        with self._lock, self._reading("reading health counters"):
-            if not self._conn.execute(
+        with self._read("reading health counters") as conn:
+            if not conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
             ).fetchone():
                 return {}
             return {
                 row["key"]: int(row["value"])
-                for row in self._conn.execute("SELECT key, value FROM meta ORDER BY key")
+                for row in conn.execute("SELECT key, value FROM meta ORDER BY key")
             }
 
     def _refresh_run(
@@ -762,7 +799,8 @@ class SqliteSpanStore(SpanStore):
         existing = self._conn.execute(
             "SELECT annotations, version FROM runs WHERE run_id = ?", (run_id,)
         ).fetchone()
-        remembered = self._run_facts.get(run_id) if reuse_facts and existing is not None else None
+        with self._facts_lock:
+            remembered = self._run_facts.get(run_id) if reuse_facts and existing is not None else None
         if batch is not None:
             facts = list(batch[0].values())
             root_facts = choose_root(facts)
@@ -783,7 +821,8 @@ class SqliteSpanStore(SpanStore):
         if batch is not None and len(batch[0]) <= _WRITTEN_MAX_SPANS:
             self._staged_written[run_id] = (version, batch[0], batch[1])
         else:  # the run grew past what it was kept as: never read again, so let it go now
-            self._written.pop(run_id, None)
+            with self._facts_lock:
+                self._written.pop(run_id, None)
         summary = effective_summary(run_facts, annotations)
         lineage = annotations.lineage or run_facts.lineage
         self._conn.execute(
@@ -846,7 +885,7 @@ class SqliteSpanStore(SpanStore):
                 f"SELECT {_SPAN_COLUMNS} FROM spans WHERE trace_id = ? AND span_id = ?",
                 (run_id, root_facts.span_id),
             ).fetchone()
-            root = self._decode_rows([row])[0]
+            root = self._decode_rows([row], self._conn)[0]
         return facts, root
 
     def get_spans(self, run_id: str) -> list[SpanRecord]:
@@ -859,18 +898,18 @@ class SqliteSpanStore(SpanStore):
     def _read_spans_and_facts(self, run_id: str) -> tuple[list[SpanRecord], dict[str, SpanFacts]]:
         """The run's spans in start order, and the facts stored beside each (what the builder
         would otherwise compute again)."""
-        with self._lock, self._reading(f"reading the spans of run {run_id}"):
-            plain = self._conn.cursor()
+        with self._read(f"reading the spans of run {run_id}") as conn:
+            plain = conn.cursor()
             plain.row_factory = None
             rows = plain.execute(
                 f"SELECT {_SPAN_COLUMNS}, span_type, declared_run, hop_index, answer_text FROM spans "
                 "WHERE trace_id = ? ORDER BY start_time_ns, span_id",
                 (run_id,),
             ).fetchall()
-        if not rows:
-            raise KeyError(f"unknown run {run_id!r}: span store {self.path} has no spans of it")
-        facts = {row[1]: row_facts(row) for row in rows}
-        return self._decode_rows(rows), facts
+            if not rows:
+                raise KeyError(f"unknown run {run_id!r}: span store {self.path} has no spans of it")
+            facts = {row[1]: row_facts(row) for row in rows}
+            return self._decode_rows(rows, conn), facts
 
     def _remember_blobs(self, digests: Iterable[str]) -> None:
         """Digests known to be in the file (blobs are never deleted): not sent again."""
@@ -878,24 +917,32 @@ class SqliteSpanStore(SpanStore):
         if len(self._known_blobs) > 200_000:
             self._known_blobs.clear()
 
-    def _blob_texts(self, digests: set[str]) -> dict[str, str]:
+    def _blob_texts(self, digests: set[str], conn: sqlite3.Connection) -> dict[str, str]:
         """The text of each blob named (cached: documents repeat across runs)."""
-        out = {d: self._blob_cache[d] for d in digests if d in self._blob_cache}
+        cache = self._blob_cache
+        with self._facts_lock:
+            out = {d: cache[d] for d in digests if d in cache}
         missing = [d for d in digests if d not in out]
+        found: dict[str, str] = {}
         for start in range(0, len(missing), 500):
             chunk = missing[start : start + 500]
             marks = ", ".join("?" * len(chunk))
-            for digest, value in self._conn.execute(
+            for digest, value in conn.execute(
                 f"SELECT digest, value FROM blobs WHERE digest IN ({marks})", chunk
             ):
-                out[digest] = self._blob_cache[digest] = blob_text(value)
-        while len(self._blob_cache) > 4096:
-            self._blob_cache.pop(next(iter(self._blob_cache)))
+                found[digest] = blob_text(value)
+        if found:
+            out.update(found)
+            with self._facts_lock:
+                cache.update(found)
+                while len(cache) > 4096:
+                    cache.pop(next(iter(cache)))
         return out
 
-    def _decode_rows(self, rows: Sequence[Any]) -> list[SpanRecord]:
+    def _decode_rows(self, rows: Sequence[Any], conn: sqlite3.Connection) -> list[SpanRecord]:
         """SpanRecords from stored rows of either layout (version 1 JSON text, version 2 packed),
-        columns in :data:`_SPAN_COLUMNS` order."""
+        columns in :data:`_SPAN_COLUMNS` order; blobs read through ``conn`` (the one that read
+        the rows: the writer's sees its own transaction)."""
         decoded = []
         wanted: set[str] = set()
         for row in rows:
@@ -917,8 +964,8 @@ class SqliteSpanStore(SpanStore):
             decoded.append((row, attributes, refs, odd))
         texts: dict[str, str] = {}
         if wanted:
-            with self._lock, self._reading("reading stored values"):
-                texts = self._blob_texts(wanted) if self._has_blobs() else {}
+            with self._reading("reading stored values"):
+                texts = self._blob_texts(wanted, conn) if self._has_blobs(conn) else {}
         resources: dict[str, Any] = {}  # a run's spans share one resource: parsed once
         out = []
         for row, attributes, refs, odd in decoded:
@@ -953,12 +1000,10 @@ class SqliteSpanStore(SpanStore):
             )
         return out
 
-    def _has_blobs(self) -> bool:
+    def _has_blobs(self, conn: sqlite3.Connection) -> bool:
         if self._blobs_table is None:
             self._blobs_table = bool(
-                self._conn.execute(
-                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'blobs'"
-                ).fetchone()
+                conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'blobs'").fetchone()
             )
         return self._blobs_table
 
@@ -979,11 +1024,12 @@ class SqliteSpanStore(SpanStore):
         check_limit(limit)
         check_label(label)
         self._await_pending()
-        with self._lock, self._reading("listing runs"):
-            return self._list_runs(wanted, thread_id, since, until, label, parent_run_id, limit, after)
+        with self._read("listing runs") as conn:
+            return self._list_runs(conn, wanted, thread_id, since, until, label, parent_run_id, limit, after)
 
     def _list_runs(
         self,
+        conn: sqlite3.Connection,
         wanted: Outcome | None,
         thread_id: str | None,
         since: datetime | None,
@@ -1014,7 +1060,7 @@ class SqliteSpanStore(SpanStore):
                 params.append(value)
         cursor: tuple[int, str] | None = None
         if after is not None:
-            row = self._conn.execute(
+            row = conn.execute(
                 f"SELECT {_SORT_KEY.format(row='')} AS sort_key FROM runs WHERE run_id = ?", (after,)
             ).fetchone()
             if row is None:
@@ -1035,7 +1081,7 @@ class SqliteSpanStore(SpanStore):
         check: Callable[[Sequence[Any]], bool] | None = None
         exact = True  # whether the SQL selects exactly the matches (else it over-fetches a little)
         if label is not None:
-            plan = self._label_plan(label)
+            plan = self._label_plan(conn, label)
             if plan is None:  # a read-only file without the label index: matched in Python
                 check, exact = summary_label_check(label), False
             else:
@@ -1063,7 +1109,7 @@ class SqliteSpanStore(SpanStore):
                 page_params += [cursor[0], cursor[0], cursor[1]]
             chunk = None if limit is None else max(limit - len(out), 1 if exact else 32)
             sql += sql_tail + (f" LIMIT {chunk}" if chunk is not None else "")
-            plain = self._conn.cursor()
+            plain = conn.cursor()
             plain.row_factory = None  # tuples in SUMMARY_COLUMNS order, then the sort key
             rows = plain.execute(sql, page_params).fetchall()
             for row in rows:
@@ -1076,13 +1122,13 @@ class SqliteSpanStore(SpanStore):
                 return out
             cursor = (int(rows[-1][12]), rows[-1][0])
 
-    def _label_plan(self, label: str) -> tuple[str, list[Any], bool] | None:
+    def _label_plan(self, conn: sqlite3.Connection, label: str) -> tuple[str, list[Any], bool] | None:
         """SQL over ``run_labels AS l`` selecting every run the label filter may match, its
         parameters, and whether it selects exactly the matches (the usual case: one key, one value
         text). Reals, arrays, objects, labels that are not plain JSON and filters with several
         candidate texts select candidates the caller checks in Python. None when the file has no
         label index."""
-        if not self._has_label_index():
+        if not self._has_label_index(conn):
             return None
         key, sep, wanted = label.partition("=")
         key = key.strip()
@@ -1091,7 +1137,7 @@ class SqliteSpanStore(SpanStore):
             condition, params = "l.key = ?", [key]
         else:
             values = label_texts(wanted)
-            inexact = self._conn.execute(
+            inexact = conn.execute(
                 "SELECT 1 FROM run_labels WHERE key = ? AND value IS NULL LIMIT 1", (key,)
             ).fetchone()
             if len(values) == 1 and inexact is None:  # one index range, in listing order
@@ -1101,24 +1147,24 @@ class SqliteSpanStore(SpanStore):
                 condition = f"l.key = ? AND (l.value IN ({marks}) OR l.value IS NULL)"
                 params = [key, *values]
                 exact = False
-        if self._conn.execute("SELECT 1 FROM run_labels WHERE key IS NULL LIMIT 1").fetchone():
+        if conn.execute("SELECT 1 FROM run_labels WHERE key IS NULL LIMIT 1").fetchone():
             condition, exact = f"(({condition}) OR l.key IS NULL)", False
         return condition, params, exact
 
-    def _has_label_index(self) -> bool:
+    def _has_label_index(self, conn: sqlite3.Connection) -> bool:
         if self._label_index is None:
-            self._label_index = not _missing_derived(self._conn)
+            self._label_index = not _missing_derived(conn)
         return self._label_index
 
     def resolve_run_id(self, run_id_or_prefix: str) -> str:
         wanted = run_id_or_prefix.strip().lower()
         self._await_pending(wanted if len(wanted) == 32 else None)
-        with self._lock, self._reading(f"looking up run {wanted}"):
-            if self._conn.execute("SELECT 1 FROM runs WHERE run_id = ? AND is_run = 1", (wanted,)).fetchone():
+        with self._read(f"looking up run {wanted}") as conn:
+            if conn.execute("SELECT 1 FROM runs WHERE run_id = ? AND is_run = 1", (wanted,)).fetchone():
                 return wanted
             known = [
                 row["run_id"]
-                for row in self._conn.execute(
+                for row in conn.execute(
                     # a range of the primary key (run ids are lower-case hex: 'g' sorts after them)
                     "SELECT run_id FROM runs WHERE run_id >= ? AND run_id < ? AND substr(run_id, 1, ?) = ? "
                     "AND is_run = 1 LIMIT 6",
@@ -1166,8 +1212,8 @@ class SqliteSpanStore(SpanStore):
     def get_annotations(self, run_id: str) -> Annotations:
         """What ``annotate`` set for the run (empty when nothing was); KeyError when unknown."""
         self._await_pending(run_id)
-        with self._lock, self._reading(f"reading run {run_id}"):
-            row = self._conn.execute("SELECT annotations FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        with self._read(f"reading run {run_id}") as conn:
+            row = conn.execute("SELECT annotations FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None:
             raise KeyError(f"unknown run {run_id!r}: span store {self.path} has no spans of it")
         return Annotations.model_validate_json(row["annotations"])
@@ -1177,10 +1223,8 @@ class SqliteSpanStore(SpanStore):
         if queued is not None:
             return queued
         self._await_pending(run_id)
-        with self._lock, self._reading(f"reading run {run_id}"):
-            row = self._conn.execute(
-                "SELECT version, annotations FROM runs WHERE run_id = ?", (run_id,)
-            ).fetchone()
+        with self._read(f"reading run {run_id}") as conn:
+            row = conn.execute("SELECT version, annotations FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None:
             raise KeyError(f"unknown run {run_id!r}: span store {self.path} has no spans of it")
         version = int(row["version"])
@@ -1209,8 +1253,8 @@ class SqliteSpanStore(SpanStore):
         runs = [p for p in payloads if not isinstance(p, QueuedAnnotation)]
         if len(runs) != 1 or not isinstance(runs[0], Sequence):
             return None  # nothing held, or a run handed over in parts: the file has the rest
-        with self._lock, self._reading(f"reading run {run_id}"):
-            if self._conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None:
+        with self._read(f"reading run {run_id}") as conn:
+            if conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None:
                 return None
         try:
             records = [SpanRecord.from_readable(span) for span in runs[0]]
@@ -1247,7 +1291,7 @@ class SqliteSpanStore(SpanStore):
         """The spans of a run this store wrote whole in one batch and nobody changed since (its
         row is still at the version that batch gave it), as reading its rows back would give them,
         from the records written; once per write. None: read the rows."""
-        with self._lock:
+        with self._facts_lock:
             written = self._written.pop(run_id, None)
         if written is None or written[0] != version:
             return None
@@ -1264,9 +1308,9 @@ class SqliteSpanStore(SpanStore):
         """The versions of a fork's parent, its parent's parent...: what its stitched form reads."""
         versions: list[int | None] = []
         cursor: str | None = parent_run_id
-        with self._lock, self._reading(f"reading the lineage of run {run_id}"):
+        with self._read(f"reading the lineage of run {run_id}") as conn:
             while cursor is not None and len(versions) < 64:
-                found = self._conn.execute(
+                found = conn.execute(
                     "SELECT version, parent_run_id FROM runs WHERE run_id = ?", (cursor,)
                 ).fetchone()
                 if found is None:
@@ -1303,8 +1347,8 @@ class SqliteSpanStore(SpanStore):
             where.append("run_id = ?")
             params.append(run_id)
         sql = "SELECT * FROM records" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY seq"
-        with self._lock, self._reading("reading records"):
-            rows = self._conn.execute(sql, params).fetchall()
+        with self._read("reading records") as conn:
+            rows = conn.execute(sql, params).fetchall()
         return [
             StoredRecord(
                 id=row["id"],

@@ -30,17 +30,19 @@ def _fill(store: SpanStore, synth: Synth, n: int = N) -> None:
 
 def _statements(store: SqliteSpanStore, work: Callable[[], Any]) -> list[str]:
     seen: list[str] = []
-    store._conn.set_trace_callback(seen.append)
-    try:
-        work()
-    finally:
-        store._conn.set_trace_callback(None)
+    with store._read("tracing") as conn:  # the connection reads use
+        conn.set_trace_callback(seen.append)
+        try:
+            work()
+        finally:
+            conn.set_trace_callback(None)
     return [q for q in seen if q.lstrip().startswith("SELECT r.run_id")]
 
 
 def _plan(store: SqliteSpanStore, work: Callable[[], Any]) -> list[str]:
     (statement,) = _statements(store, work)
-    return [str(row[3]) for row in store._conn.execute("EXPLAIN QUERY PLAN " + statement)]
+    with store._read("planning") as conn:
+        return [str(row[3]) for row in conn.execute("EXPLAIN QUERY PLAN " + statement)]
 
 
 @pytest.fixture

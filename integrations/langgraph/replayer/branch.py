@@ -184,8 +184,9 @@ def _tasks(
             continue  # a copy LangGraph saved before running from a superseded checkpoint: nothing ran
         if following is not None and _source(following) == "update":
             written = following.config["configurable"]["checkpoint_id"]
-            if written in updates:
-                node, output = updates[written]
+            update = updates.get(written)
+            if update is not None:
+                node, output = update
                 out.append(RecordedTask(node, step, output, checkpoint_id, via="update"))
                 continue
             known = [(node, output) for (node, s), output in fallback.items() if s == step]

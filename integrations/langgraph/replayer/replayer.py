@@ -16,7 +16,7 @@ import copy
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
@@ -77,6 +77,29 @@ from .side_effects import guard_graph_tools
 __all__ = ["Replayer"]
 
 _UPDATE_CACHE = 4096
+
+
+class _LockedView(Mapping[str, tuple[str, Any]]):
+    """The replayer's cache of ``update_state`` writes as a branch read sees it: each lookup under
+    the replayer's lock (other forks add to it meanwhile), with no copy of the whole cache."""
+
+    def __init__(self, lock: threading.Lock, data: Mapping[str, tuple[str, Any]]) -> None:
+        self._lock = lock
+        self._data = data
+
+    def __getitem__(self, key: str) -> tuple[str, Any]:
+        with self._lock:
+            return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        with self._lock:
+            return iter(list(self._data))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._data)
+
+
 _SNAPSHOT_CACHE = 256
 COPIED_LABEL = "replay.copied_checkpoints"
 DISCARDED_LABEL = "replay.discarded"
@@ -445,9 +468,8 @@ class Replayer:
                 out.setdefault((str(s.node), int(s.langgraph_step)), CheckpointFirst(s.output))
         return out
 
-    def _updates_snapshot(self) -> dict[str, tuple[str, Any]]:
-        with self._lock:
-            return dict(self._updates)
+    def _updates_snapshot(self) -> Mapping[str, tuple[str, Any]]:
+        return _LockedView(self._lock, self._updates)
 
     def _remember_fork(self, run_id: str, fork_thread_id: str) -> None:
         with self._lock:
