@@ -23,7 +23,7 @@ def _refs(attrs: dict[str, Any]) -> list[Any]:
 
 def test_a_list_of_strings_that_grows_is_written_as_its_tail_with_whole_digests() -> None:
     encoder = NodeInputEncoder()
-    evidence = ["Zorvex Labs was founded by Ilka Morrow.", "caf\u00e9 \u2014 \ud83d\ude00 quoted \"x\""]
+    evidence = ["Zorvex Labs was founded by Ilka Morrow.", 'caf\u00e9 \u2014 \ud83d\ude00 quoted "x"']
     first = encoder.attributes({"evidence": evidence})
     assert _refs(first) == [["evidence", _whole_digest(evidence), 0]]
     assert json.loads(first[A.INPUT_VALUE]) == {"evidence": evidence}
