@@ -425,18 +425,20 @@ class SqliteSpanStore(SpanStore):
         read_only: bool | None = None,
     ):
         self.path = str(path)
-        self._lock = (
-            threading.RLock()
-        )  # the write connection (the writer holds it while it encodes and commits)
-        # reads of a file go through their own connection and lock, so they never wait for the
+        # _lock guards the write connection (the writer holds it while it encodes and commits).
+        # Reads of a file go through their own connection and lock, so they never wait for the
         # writer's transaction (WAL: a reader sees the last commit); memory and read-only stores
-        # have one connection, shared under _lock
+        # have one connection, shared under _lock.
+        self._lock = threading.RLock()
         self._read_lock = threading.RLock()
         self._rconn: sqlite3.Connection | None = None
         self._closed = False
         self._facts_lock = threading.Lock()  # _run_facts, _written, _blob_cache (both threads use them)
         self._cache = TrajectoryCache(cache_size)
         self._in_memory = self.path == ":memory:" or self.path.startswith("file::memory:")
+        self._file = (
+            self.path if self._in_memory else os.path.abspath(self.path)
+        )  # the reader's: a later chdir
         self._key = f"sqlite-memory:{id(self)}"
         self._label_index: bool | None = None  # whether the file has run_labels (read-only old files may not)
         self._blobs_table: bool | None = None  # whether the file has blobs (read-only version 1 files do not)
@@ -570,7 +572,7 @@ class SqliteSpanStore(SpanStore):
                 if self._closed:
                     raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
                 conn = sqlite3.connect(
-                    self.path, timeout=DEFAULT_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+                    self._file, timeout=DEFAULT_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
                 )
                 conn.row_factory = sqlite3.Row
                 conn.execute("PRAGMA query_only = 1")
@@ -906,10 +908,10 @@ class SqliteSpanStore(SpanStore):
                 "WHERE trace_id = ? ORDER BY start_time_ns, span_id",
                 (run_id,),
             ).fetchall()
-            if not rows:
-                raise KeyError(f"unknown run {run_id!r}: span store {self.path} has no spans of it")
-            facts = {row[1]: row_facts(row) for row in rows}
-            return self._decode_rows(rows, conn), facts
+        if not rows:
+            raise KeyError(f"unknown run {run_id!r}: span store {self.path} has no spans of it")
+        facts = {row[1]: row_facts(row) for row in rows}
+        return self._decode_rows(rows), facts
 
     def _remember_blobs(self, digests: Iterable[str]) -> None:
         """Digests known to be in the file (blobs are never deleted): not sent again."""
@@ -939,10 +941,10 @@ class SqliteSpanStore(SpanStore):
                     cache.pop(next(iter(cache)))
         return out
 
-    def _decode_rows(self, rows: Sequence[Any], conn: sqlite3.Connection) -> list[SpanRecord]:
+    def _decode_rows(self, rows: Sequence[Any], conn: sqlite3.Connection | None = None) -> list[SpanRecord]:
         """SpanRecords from stored rows of either layout (version 1 JSON text, version 2 packed),
-        columns in :data:`_SPAN_COLUMNS` order; blobs read through ``conn`` (the one that read
-        the rows: the writer's sees its own transaction)."""
+        columns in :data:`_SPAN_COLUMNS` order; blobs read through ``conn`` when given (the
+        writer's, inside its transaction, sees its own rows), else as any read."""
         decoded = []
         wanted: set[str] = set()
         for row in rows:
@@ -963,9 +965,12 @@ class SqliteSpanStore(SpanStore):
                             odd = True
             decoded.append((row, attributes, refs, odd))
         texts: dict[str, str] = {}
-        if wanted:
+        if wanted and conn is not None:
             with self._reading("reading stored values"):
                 texts = self._blob_texts(wanted, conn) if self._has_blobs(conn) else {}
+        elif wanted:
+            with self._read("reading stored values") as reader:
+                texts = self._blob_texts(wanted, reader) if self._has_blobs(reader) else {}
         resources: dict[str, Any] = {}  # a run's spans share one resource: parsed once
         out = []
         for row, attributes, refs, odd in decoded:

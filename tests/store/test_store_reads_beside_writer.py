@@ -87,3 +87,23 @@ def test_a_closed_store_does_not_reopen_for_reads(tmp_path: Path) -> None:
     store.close()
     with pytest.raises(Exception, match="closed"):
         store.list_runs()
+
+
+def test_a_store_opened_by_a_relative_path_reads_its_own_file_after_a_chdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "here").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    store = SqliteSpanStore("rel.db")
+    provider, processor = recording(store)
+    try:
+        run_id = emit_run(provider.get_tracer("t"))
+        assert processor.flush(10)
+        monkeypatch.chdir(tmp_path / "elsewhere")  # the read connection opens on the first read
+        assert store.get_trajectory(run_id).run_id == run_id
+        assert [r.run_id for r in store.list_runs()] == [run_id]
+        assert not (tmp_path / "elsewhere" / "rel.db").exists()
+    finally:
+        provider.shutdown()
+        store.close()
