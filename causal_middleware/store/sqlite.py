@@ -1,4 +1,6 @@
 """The embedded default span store: one SQLite file (WAL mode), safe to share between threads.
+Writes go through one connection; reads through another of their own, so a read never waits for
+the background writer's transaction.
 
 Tables: ``spans`` (one row per span, keyed by trace and span id, so re-exporting a span replaces
 it), ``runs`` (one row per trace, recomputed from the run's spans after every batch, whatever
@@ -436,9 +438,8 @@ class SqliteSpanStore(SpanStore):
         self._facts_lock = threading.Lock()  # _run_facts, _written, _blob_cache (both threads use them)
         self._cache = TrajectoryCache(cache_size)
         self._in_memory = self.path == ":memory:" or self.path.startswith("file::memory:")
-        self._file = (
-            self.path if self._in_memory else os.path.abspath(self.path)
-        )  # the reader's: a later chdir
+        # the read connection opens the file later: by its absolute path, in case of a chdir
+        self._file = self.path if self._in_memory else os.path.abspath(self.path)
         self._key = f"sqlite-memory:{id(self)}"
         self._label_index: bool | None = None  # whether the file has run_labels (read-only old files may not)
         self._blobs_table: bool | None = None  # whether the file has blobs (read-only version 1 files do not)
