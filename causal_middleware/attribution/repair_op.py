@@ -7,7 +7,9 @@
    k's answer (so a corrupted bridge entity upstream does not leak into the repair). The gold hop
    is the one whose sub-question's words best match the hop's recorded sub-query (ties and runs
    whose sub-queries match nothing: the same position), so an agent that re-queried still gets
-   the sub-question it was working on. Without a question: the hop's recorded sub-query.
+   the sub-question it was working on. A sub-query holding every relation word of several gold
+   hops (an earlier hop's whole sentence filled in as its bridge) works on the one nearest its
+   position. Without a question: the hop's recorded sub-query.
 2. *Evidence.* The top ``k`` passages of the context's index for that sub-query, ``k`` being
    ``DiagnosisContext.repair_k``, else the most documents any hop of the run retrieved, else 5.
 3. *Update.* The documents become hop h's evidence through the agent's adapter
@@ -84,18 +86,24 @@ def align_gold_hop(recorded_sub_query: str, position: int, question: Question) -
         raise ValueError(f"question {question.id} has no gold decomposition")
     recorded = terms(recorded_sub_query)
     best: tuple[float, int, int] | None = None
+    whole: list[int] = []  # gold hops whose every relation word the sub-query has
     for gold in question.hops:
         relation = terms(_REF.sub(" ", gold.question))
         resolved = terms(gold_subquestion(question, gold.index))
-        score = (coverage(relation, recorded) if relation and recorded else 0.0) + 0.5 * (
-            len(resolved & recorded) / len(resolved) if resolved else 0.0
-        )
+        covered = coverage(relation, recorded) if relation and recorded else 0.0
+        if covered >= 1.0:
+            whole.append(gold.index)
+        score = covered + 0.5 * (len(resolved & recorded) / len(resolved) if resolved else 0.0)
         key = (score, -abs(gold.index - position), gold.index)
         if best is None or key > best:
             best = key
     assert best is not None
     if best[0] == 0.0:
         return min(position, max(h.index for h in question.hops))
+    if len(whole) > 1:
+        # several relations whole: the bridge an earlier hop filled in brought its own relation's
+        # words along ("Where was <X founded Y in 1984.> born?"), so the hop nearest the position
+        return min(whole, key=lambda index: (abs(index - position), -index))
     return best[2]
 
 

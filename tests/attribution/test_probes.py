@@ -34,6 +34,15 @@ def test_alignment_follows_the_sub_query_not_the_position(world) -> None:
     assert align_gold_hop("", 2, q) == 2  # nothing to match: same position
 
 
+def test_a_bridge_that_brought_its_own_relation_along_keeps_the_position(world) -> None:
+    q = world.questions["q0-3"]
+    # hop 2 read a whole (wrong) sentence and the agent filled it in as hop 3's bridge: the
+    # sub-query holds both relations, and the wrong entity's words match gold hop 2's best
+    recorded = "Where was Garo Stint founded Quanta Works in 1984. born?"
+    assert align_gold_hop(recorded, 3, q) == 3
+    assert align_gold_hop("Who founded Quanta Works?", 3, q) == 2  # a retry still aligns by words
+
+
 def test_repair_uses_gold_when_given_and_the_recorded_query_otherwise(world) -> None:
     run = faulted_run(world, "content_corruption", 1)  # hop 2 searched the corrupted entity
     ctx = context_for(world)
