@@ -521,7 +521,7 @@ def run_repair(p: dict[str, Any]) -> dict[str, Any]:
             families=tuple(p.get("families", DEFAULT_FAMILIES)),
             depths=tuple(p.get("depths", [1, 2])),
             max_injected=p.get("max_injected", 40),
-            config=RepairConfig(k=p.get("k", 3)),
+            config=RepairConfig(k=p.get("k", 3), max_steps=p.get("max_steps", 1)),
             seed=seed,
             progress=p.get("progress"),
             executor=executor,

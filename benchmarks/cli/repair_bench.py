@@ -34,6 +34,14 @@ def register_bench(bench_subparsers: Any) -> None:
     p.add_argument("--families", nargs="+", help="fault families (default: all seven)")
     p.add_argument("--k", type=int, default=3, help="proposals per candidate step (default 3)")
     p.add_argument(
+        "--max-steps",
+        type=int,
+        choices=(1, 2),
+        default=1,
+        help="steps a repair may change: 1 (default, CausalFlow) or 2 (a second step searched on the "
+        "first step's forks when no single step's change holds)",
+    )
+    p.add_argument(
         "--temperature",
         type=float,
         default=0.0,
@@ -96,6 +104,7 @@ def _bench(args: argparse.Namespace) -> int:
             "depths": list(args.depths),
             "max_injected": args.max_injected,
             "k": args.k,
+            "max_steps": args.max_steps,
             "temperature": args.temperature,
             "model": args.model,
             "plan": args.plan,

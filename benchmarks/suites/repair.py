@@ -36,7 +36,11 @@ Metrics (``results.json``; each at the top level for all failures, and under ``n
 * ``reexec_per_repaired``: suffix re-executions spent on all failed runs (search + validation) /
   repaired runs; ``naive_reexec_per_repaired``: the exhaustive baseline (candidate steps x K,
   summed over the failed runs) / repaired runs; ``reexec_ratio`` = the two divided;
-* ``llm_calls_per_repaired``, ``tokens_per_repaired`` (zero offline).
+* ``llm_calls_per_repaired``, ``tokens_per_repaired`` (zero offline);
+* ``repaired_by_steps``: validated repairs by the steps they change (``"2"``: two-step repairs,
+  searched only with ``RepairConfig.max_steps=2`` when no single-step repair held);
+  ``two_step_reexecutions``: the forks the two-step search spent (also in ``reexec_per_repaired``;
+  the exhaustive baseline counts single steps only).
 """
 
 from __future__ import annotations
@@ -112,6 +116,8 @@ class FailedRun(BaseModel):
     llm_judged: int = 0
     llm_not_retained: int = 0
     llm_confidence: float | None = None
+    steps: int | None = None  # steps the repair changed (2: a two-step repair)
+    two_step_reexecutions: int = 0  # forks the two-step search spent (validation aside)
     elapsed_s: float = 0.0
 
 
@@ -248,6 +254,7 @@ def run_repair_bench(
         "k": cfg.k,
         "early_stop": cfg.early_stop,
         "max_reexecutions": cfg.max_reexecutions,
+        "max_steps": cfg.max_steps,
         "validation": f"{cfg.validation_min_flips} of {cfg.validation_runs} re-runs",
         "proposer": type(repairer).__name__,
         "llm_validator": type(llm_validator).__name__ if llm_validator is not None else None,
@@ -407,6 +414,8 @@ def _row(
         llm_confidence=(
             repair.llm_validation.confidence if repair is not None and repair.llm_validation.ran else None
         ),
+        steps=len(repair.prior) + 1 if repair is not None else None,
+        two_step_reexecutions=result.two_step.reexecutions if result.two_step is not None else 0,
         elapsed_s=round(elapsed, 3),
     )
 
@@ -453,6 +462,8 @@ def summarize(
         },
         "statuses": dict(Counter(r.status for r in rows)),
         "repaired_by_source": dict(Counter(r.source for r in repaired if r.source)),
+        "repaired_by_steps": {str(k): v for k, v in sorted(Counter(r.steps or 1 for r in repaired).items())},
+        "two_step_reexecutions": sum(r.two_step_reexecutions for r in rows),
     }
     return out
 

@@ -94,6 +94,14 @@ def register(subparsers: Any) -> None:
     p.add_argument("--k", type=int, default=3, help="proposals per candidate step (default 3)")
     p.add_argument("--max-reexecutions", type=int, help="cap on the search's forks (default: none)")
     p.add_argument(
+        "--max-steps",
+        type=int,
+        choices=(1, 2),
+        default=1,
+        help="steps a repair may change: 1 (default) or 2, a second step searched on the first "
+        "step's forks when no single step's change holds",
+    )
+    p.add_argument(
         "--validate",
         type=int,
         nargs=2,
@@ -129,6 +137,7 @@ def _repair(args: argparse.Namespace) -> int:
         validation_runs=n,
         validation_min_flips=m,
         keep_probe_forks=args.keep_probe_forks,
+        max_steps=args.max_steps,
     )
     try:
         store = open_store(args.store, create=False)

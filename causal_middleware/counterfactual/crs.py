@@ -69,6 +69,15 @@ class ForkCache:
                 del self._probes[key]
             return len(keys)
 
+    def forget_fork(self, fork_run_id: str) -> int:
+        """Drop every probe answered by the fork ``fork_run_id`` or made on it (a fork searched
+        for a second step, once discarded); returns how many were dropped."""
+        with self._lock:
+            keys = [k for k, p in self._probes.items() if fork_run_id in (k[0], p.fork_run_id)]
+            for key in keys:
+                del self._probes[key]
+            return len(keys)
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._probes)

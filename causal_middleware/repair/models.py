@@ -64,8 +64,31 @@ class ContrastivePair(_Model):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+class RepairStep(_Model):
+    """An earlier change of a two-step repair: applied to ``run_id``'s step, it made the fork
+    ``fork_run_id`` on which the repair's own step was found."""
+
+    run_id: str
+    step_id: str
+    node: str
+    hop: int | None = None
+    langgraph_step: int | None = None
+    original: Any = Field(description="the step's recorded output")
+    repaired: dict[str, Any] = Field(description="the values the fork put there")
+    source: str
+    description: str = ""
+    target: str | None = None
+    evidence: list[str] = Field(default_factory=list)
+    minimality: float
+    fork_run_id: str | None = None
+    answer_after: str | None = Field(
+        default=None, description="what the agent answered with this change alone"
+    )
+
+
 class Repair(_Model):
-    """The validated minimal repair of one failed run."""
+    """The validated minimal repair of one failed run. A two-step repair lists its first change in
+    ``prior``; its own step (``step_id`` ...) is then a step of ``prior[-1].fork_run_id``."""
 
     run_id: str
     step_id: str
@@ -80,14 +103,25 @@ class Repair(_Model):
     evidence: list[str] = Field(
         default_factory=list, description="document ids / tool names the repair removes or brings in"
     )
-    minimality: float
+    minimality: float = Field(description="of a two-step repair: the product of its steps' minimality")
     crs: float
     fork_run_id: str | None = None
+    prior: list[RepairStep] = Field(
+        default_factory=list, description="a two-step repair's first change (empty: one step)"
+    )
     answer_before: str | None = None
     answer_after: str | None = None
     validation: OfflineValidation
     llm_validation: LLMValidation
     explanation: str = ""
+
+
+class TwoStepSearch(_Model):
+    """What the two-step search spent (``RepairConfig.max_steps=2``, no single-step repair held)."""
+
+    bases: int = Field(default=0, description="first-step forks searched for a second step")
+    reexecutions: int = Field(default=0, description="the search's forks (validation not counted)")
+    flips: int = Field(default=0, description="second-step proposals that flipped the run")
 
 
 RepairStatus = Literal["repaired", "not_failed", "no_flip", "unvalidated"]
@@ -106,7 +140,11 @@ class RepairResult(_Model):
     cost: RepairCost = Field(default_factory=RepairCost)
     llm_judged: int = Field(default=0, description="re-validated repairs the multi-agent validation judged")
     llm_not_retained: int = Field(default=0, description="of those, the ones it did not retain")
+    two_step: TwoStepSearch | None = Field(default=None, description="None: the two-step search did not run")
     pair: ContrastivePair | None = None
+    prior_pairs: list[ContrastivePair] = Field(
+        default_factory=list, description="a two-step repair's pair for its first change"
+    )
     explanation: str = ""
     discard_errors: list[str] = Field(
         default_factory=list, description="forks that could not be discarded: 'run id: error'"

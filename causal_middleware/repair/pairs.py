@@ -11,7 +11,8 @@ Two JSONL formats, one object per line:
 
 An output renders as itself when it is a string, else as compact JSON with sorted keys. The
 ``metadata`` object has the same keys on every line (``run_id``, ``step_id``, ``node``, ``hop``,
-``langgraph_step``, ``crs``, ``minimality``, ``source``, ``fork_run_id``, ``validation`` =
+``langgraph_step``, ``crs``, ``minimality``, ``source``, ``fork_run_id``, ``steps`` (1, or 2 for
+both lines of a two-step repair, its first change first), ``validation`` =
 ``{"passed", "flips", "n_runs", "only_change", "llm_ran", "llm_retained", "llm_confidence"}``), so
 ``datasets.load_dataset("json", data_files=...)`` infers one schema.
 """
@@ -25,7 +26,7 @@ from typing import Any, Literal
 
 from causal_middleware.counterfactual.llm import render_trace
 from causal_middleware.counterfactual.render import to_jsonable
-from causal_middleware.repair.models import ContrastivePair, Repair, RepairResult
+from causal_middleware.repair.models import ContrastivePair, Repair, RepairResult, RepairStep
 from causal_middleware.spans.model import Trajectory
 
 PairFormat = Literal["dpo", "reward"]
@@ -39,7 +40,7 @@ def render_step_output(value: Any) -> str:
     return json.dumps(to_jsonable(value), sort_keys=True, ensure_ascii=False)
 
 
-def step_prompt(trajectory: Trajectory, repair: Repair) -> str:
+def step_prompt(trajectory: Trajectory, repair: Repair | RepairStep) -> str:
     """The context the repaired step saw, and the instruction to write its output."""
     context = render_trace(trajectory, upto=repair.step_id, limit=2000)
     where = f"hop {repair.hop}" if repair.hop is not None else "outside any hop"
@@ -47,24 +48,38 @@ def step_prompt(trajectory: Trajectory, repair: Repair) -> str:
 
 
 def build_pair(trajectory: Trajectory, repair: Repair) -> ContrastivePair:
-    """The contrastive pair of one repair of ``trajectory``."""
-    if repair.run_id != trajectory.run_id:
-        raise ValueError(f"repair is for run {repair.run_id}, not {trajectory.run_id}")
+    """The contrastive pair of one repair of ``trajectory``; of a two-step repair, the pair of its
+    own (second) step, and ``trajectory`` is then the first change's fork."""
+    expected = repair.prior[-1].fork_run_id if repair.prior else repair.run_id
+    if expected != trajectory.run_id:
+        raise ValueError(f"repair is for run {expected}, not {trajectory.run_id}")
+    return _pair(trajectory, repair, repair)
+
+
+def build_prior_pair(trajectory: Trajectory, repair: Repair, step: RepairStep) -> ContrastivePair:
+    """The contrastive pair of a two-step repair's first change ``step`` (a step of ``trajectory``)."""
+    if step.run_id != trajectory.run_id:
+        raise ValueError(f"the change is for run {step.run_id}, not {trajectory.run_id}")
+    return _pair(trajectory, step, repair)
+
+
+def _pair(trajectory: Trajectory, step: Repair | RepairStep, repair: Repair) -> ContrastivePair:
     llm = repair.llm_validation
     return ContrastivePair(
-        prompt=step_prompt(trajectory, repair),
-        chosen=render_step_output(repair.repaired),
-        rejected=render_step_output(repair.original),
+        prompt=step_prompt(trajectory, step),
+        chosen=render_step_output(step.repaired),
+        rejected=render_step_output(step.original),
         metadata={
             "run_id": repair.run_id,
-            "step_id": repair.step_id,
-            "node": repair.node,
-            "hop": repair.hop,
-            "langgraph_step": repair.langgraph_step,
+            "step_id": step.step_id,
+            "node": step.node,
+            "hop": step.hop,
+            "langgraph_step": step.langgraph_step,
             "crs": repair.crs,
-            "minimality": repair.minimality,
-            "source": repair.source,
+            "minimality": step.minimality,
+            "source": step.source,
             "fork_run_id": repair.fork_run_id,
+            "steps": len(repair.prior) + 1,
             "validation": {
                 "passed": repair.validation.passed,
                 "flips": repair.validation.flips,
@@ -128,7 +143,7 @@ def pairs_from_records(
             continue
         if validated_only and not is_validated(result.repair):
             continue
-        pairs.append(result.pair)
+        pairs.extend([*result.prior_pairs, result.pair])
     return pairs
 
 

@@ -28,8 +28,9 @@ from causal_middleware.counterfactual.models import CRSResult, Probe
 from causal_middleware.counterfactual.render import shorten
 from causal_middleware.counterfactual.verifiers import as_verifier
 from causal_middleware.protocols import DiscardingForkBackend, ForkBackend, Proposer, RepairCost, Verifier
-from causal_middleware.repair.models import LLMValidation, Repair, RepairResult
-from causal_middleware.repair.pairs import build_pair
+from causal_middleware.repair.chain import ForkKeeper, SecondStep, search_second_step, validate_chain
+from causal_middleware.repair.models import LLMValidation, Repair, RepairResult, RepairStep, TwoStepSearch
+from causal_middleware.repair.pairs import build_pair, build_prior_pair
 from causal_middleware.repair.validate import LLMValidator, llm_validation_not_run, validate_offline
 from causal_middleware.spans.health import health
 from causal_middleware.spans.model import NodeStep, Trajectory
@@ -58,6 +59,19 @@ class RepairConfig(BaseModel):
         default=False,
         description="keep every fork's checkpoints; by default a backend that can discard forks "
         "deletes all but the repair's from the agent's checkpointer",
+    )
+    max_steps: int = Field(
+        default=1,
+        ge=1,
+        le=2,
+        description="steps a repair may change: 1 is CausalFlow's single-step repair; 2 also searches "
+        "a second step on the first step's forks when no single-step repair holds",
+    )
+    chain_bases: int = Field(default=6, ge=1, description="max_steps=2: first-step forks searched")
+    chain_max_reexecutions: int = Field(
+        default=40,
+        ge=0,
+        description="max_steps=2: forks the second step's search may spend (validation aside)",
     )
 
 
@@ -110,11 +124,14 @@ def repair_run(
         )
     except Exception:
         if recorder is not None:
-            _discard(recorder, set(), trajectory.run_id, cache, RepairCost(), [])
+            _discard(recorder, set(), cache, RepairCost(), [])
         raise
     if recorder is not None:
-        keep = {result.repair.fork_run_id} if result.repair and result.repair.fork_run_id else set()
-        _discard(recorder, keep, trajectory.run_id, cache, result.cost, result.discard_errors)
+        repair = result.repair
+        keep = {
+            f for f in ([repair.fork_run_id, *(p.fork_run_id for p in repair.prior)] if repair else []) if f
+        }
+        _discard(recorder, keep, cache, result.cost, result.discard_errors)
     if write and store is not None:
         store.put_record("diagnosis", trajectory.run_id, diagnosis_record(result.crs))
         store.put_record("repair", trajectory.run_id, result.model_dump(mode="json"))
@@ -131,10 +148,12 @@ def _search(
     cache: ForkCache | None,
     feedback: str | None,
 ) -> RepairResult:
-    """CRS search, then validation of the successful proposals, most minimal first."""
+    """CRS search, then validation of the successful proposals, most minimal first; with
+    ``cfg.max_steps=2`` and no single-step repair, the two-step search (:mod:`.chain`)."""
+    keeper = ForkKeeper(backend) if cfg.max_steps > 1 else None
     crs = compute_crs(
         trajectory,
-        backend,
+        keeper or backend,
         proposer,
         checker,
         k=cfg.k,
@@ -187,11 +206,111 @@ def _search(
         break
     else:
         result.status = "unvalidated" if ranked else "no_flip"
+    second = None
+    if result.repair is None and keeper is not None:
+        second = _two_step(
+            trajectory, keeper, proposer, checker, cfg, llm_validator, cache, feedback, result, rejections
+        )
     result.explanation = explain(trajectory, result, rejections=rejections)
     if result.repair is not None:
         result.repair.explanation = result.explanation
-        result.pair = build_pair(trajectory, result.repair)
+        if second is not None:
+            result.prior_pairs = [build_prior_pair(trajectory, result.repair, result.repair.prior[0])]
+            result.pair = build_pair(second.base, result.repair)
+        else:
+            result.pair = build_pair(trajectory, result.repair)
     return result
+
+
+def _two_step(
+    trajectory: Trajectory,
+    keeper: ForkKeeper,
+    proposer: Proposer,
+    checker: Verifier,
+    cfg: RepairConfig,
+    llm_validator: LLMValidator | None,
+    cache: ForkCache | None,
+    feedback: str | None,
+    result: RepairResult,
+    rejections: list[str],
+) -> SecondStep | None:
+    """The first two-step flip that passes validation becomes ``result.repair``; returns it.
+    Flips that fail validation are added to ``result.rejected`` (why: ``rejections``), and make
+    the status ``unvalidated``."""
+    cost = result.cost
+    tried = 0
+    result.two_step = TwoStepSearch()
+    for found in search_second_step(
+        result.crs,
+        keeper.forks,
+        keeper.backend,
+        proposer,
+        checker,
+        k=cfg.k,
+        max_bases=cfg.chain_bases,
+        max_reexecutions=cfg.chain_max_reexecutions,
+        cost=cost,
+        stats=result.two_step,
+        cache=cache,
+        feedback=feedback,
+    ):
+        if tried >= cfg.max_candidates:
+            break
+        tried += 1
+        validation = validate_chain(
+            trajectory,
+            found.first.proposal,
+            found.probe.proposal,
+            keeper.backend,
+            checker,
+            n=cfg.validation_runs,
+            m=cfg.validation_min_flips,
+            cost=cost,
+        )
+        if not validation.passed:
+            result.rejected.append(found.probe)
+            continue
+        llm = (
+            llm_validator.validate(found.base, found.probe)
+            if llm_validator is not None
+            else llm_validation_not_run()
+        )
+        cost.absorb(llm.cost)
+        result.llm_judged += int(llm.ran)
+        if llm.ran and not llm.retained:
+            result.llm_not_retained += 1
+            result.rejected.append(found.probe)
+            continue
+        repair = _repair(found.base, found.crs, found.probe, validation, llm)
+        first = found.first.proposal
+        step = next(s for s in trajectory.steps if s.step_id == first.step_id)
+        prior = RepairStep(
+            run_id=trajectory.run_id,
+            step_id=first.step_id,
+            node=first.node,
+            hop=first.hop,
+            langgraph_step=first.langgraph_step,
+            original=step.output if isinstance(step, NodeStep) else None,
+            repaired=first.values,
+            source=first.source,
+            description=first.description,
+            target=first.target,
+            evidence=list(first.evidence),
+            minimality=first.minimality or 0.0,
+            fork_run_id=found.base.run_id,
+            answer_after=found.first.answer,
+        )
+        result.repair = repair.model_copy(
+            update={
+                "run_id": trajectory.run_id,
+                "prior": [prior],
+                "minimality": round(prior.minimality * repair.minimality, 6),
+                "answer_before": trajectory.answer,
+            }
+        )
+        result.status = "repaired"
+        return found
+    return None
 
 
 class _ForkRecorder:
@@ -221,7 +340,6 @@ def _discards(backend: ForkBackend, cfg: RepairConfig) -> bool:
 def _discard(
     recorder: _ForkRecorder,
     keep: set[str],
-    run_id: str,
     cache: ForkCache | None,
     cost: RepairCost,
     errors: list[str],
@@ -241,7 +359,7 @@ def _discard(
         else:
             cost.forks_discarded += int(forget)
         if forget and cache is not None:
-            cache.forget(run_id, fork_id)
+            cache.forget_fork(fork_id)
 
 
 def _repair(
@@ -303,6 +421,11 @@ def explain(trajectory: Trajectory, result: RepairResult, *, rejections: list[st
         f"Search cost: {crs.cost.reexecutions} re-executions (exhaustive: {cost.naive_reexecutions}), "
         f"{cost.reexecutions} in all with validation, {cost.llm_calls} LLM calls, {cost.total_tokens} tokens."
     )
+    if result.two_step is not None:
+        spent += (
+            f" The two-step search tried {result.two_step.bases} first-step fork(s) with "
+            f"{result.two_step.reexecutions} re-executions."
+        )
     head = f"Run {trajectory.run_id} failed: {crs.baseline_feedback or 'judged a failure'}."
     repair = result.repair
     if repair is None:
@@ -332,6 +455,19 @@ def explain(trajectory: Trajectory, result: RepairResult, *, rejections: list[st
         if llm.ran
         else f" Multi-agent validation {llm.reason}."
     )
+    if repair.prior:
+        earlier = repair.prior[0]
+        earlier_where = f"hop {earlier.hop}" if earlier.hop is not None else "outside any hop"
+        return (
+            f"{head} No single step's change held. Two steps are responsible: {earlier.node!r} ({earlier_where}, "
+            f"langgraph step {earlier.langgraph_step}): {earlier.description or earlier.source} "
+            f"[{describe_change(earlier.original, earlier.repaired)}], after which the agent answered "
+            f"{earlier.answer_after!r}; then {repair.node!r} ({where}, langgraph step {repair.langgraph_step}): "
+            f"{repair.description or repair.source} [{describe_change(repair.original, repair.repaired)}]. "
+            f"Together they make the agent answer {repair.answer_after!r} instead of {repair.answer_before!r}. "
+            f"The two changes flipped the outcome in {validation.flips} of {validation.n_runs} re-runs, each "
+            f"the only change before its fork point; minimality {repair.minimality:.3f}.{llm_text} {spent}"
+        )
     return (
         f"{head} Step {repair.node!r} ({where}, langgraph step {repair.langgraph_step}) is responsible "
         f"(CRS {repair.crs:g}): {repair.description or repair.source} "

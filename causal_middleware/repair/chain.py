@@ -1,0 +1,201 @@
+"""Two-step repair: a second step searched on the forks of the first step's proposals.
+
+A natural failure often has two wrong steps (a reader that misread hop 1 and, given hop 1's right
+answer, misreads hop 2 as well). No single-step change flips such a run, so the CRS search finds
+nothing, yet one of its probes already made the first fix: its fork is the run with step 1
+corrected. :func:`search_second_step` runs the same CRS search on those forks, over the steps after
+each fork's intervened step; a flip there is a two-step repair (step 1 on the run, step 2 on the
+fork). :func:`validate_chain` re-runs both changes ``n`` times (fork the run with the first, fork
+that fork with the second) and checks that each is the only change before its fork point.
+
+The forks searched are the first step's non-flipping probes, taken round-robin over the candidate
+steps (each step's most minimal proposal first), so one step's proposals do not use up the budget
+before a later step is tried.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from causal_middleware.counterfactual.candidates import candidate_steps, fork_point
+from causal_middleware.counterfactual.crs import ForkCache, compute_crs, fork_with, judge_fork
+from causal_middleware.counterfactual.models import CRSResult, Probe
+from causal_middleware.protocols import ForkBackend, Proposal, Proposer, RepairCost, Verifier
+from causal_middleware.repair.models import OfflineValidation, TwoStepSearch
+from causal_middleware.repair.validate import prefix_differences
+from causal_middleware.spans.model import NodeStep, Trajectory
+
+
+class ForkKeeper:
+    """A fork backend that passes every fork on to ``backend`` and keeps the trajectories it got
+    back, so the second step's search reads a first-step fork without a store round trip."""
+
+    def __init__(self, backend: ForkBackend) -> None:
+        self.backend = backend
+        self.forks: dict[str, Trajectory] = {}
+        self._lock = threading.Lock()
+
+    def fork(self, run_id: str, **kwargs: Any) -> Trajectory:
+        fork = self.backend.fork(run_id, **kwargs)
+        with self._lock:
+            self.forks[fork.run_id] = fork
+        return fork
+
+
+@dataclass
+class SecondStep:
+    """One two-step flip: ``first`` applied to the run made ``base``; ``probe`` (on ``base``) flipped it."""
+
+    first: Probe
+    base: Trajectory
+    probe: Probe
+    crs: CRSResult
+
+
+def bases(crs: CRSResult, forks: dict[str, Trajectory]) -> Iterator[tuple[Probe, Trajectory]]:
+    """The first step's probes that made a fork which did not flip, round-robin over the steps
+    (each step's probes in the order the search tried them: most minimal first)."""
+    by_step: dict[str, list[Probe]] = {}
+    for probe in crs.probes:
+        fork = forks.get(probe.fork_run_id or "")
+        if fork is None or probe.success is not False or probe.error is not None:
+            continue
+        by_step.setdefault(probe.proposal.step_id, []).append(probe)
+    queues = list(by_step.values())
+    for rank in range(max((len(q) for q in queues), default=0)):
+        for queue in queues:
+            if rank < len(queue):
+                probe = queue[rank]
+                yield probe, forks[probe.fork_run_id or ""]
+
+
+def search_second_step(
+    crs: CRSResult,
+    forks: dict[str, Trajectory],
+    backend: ForkBackend,
+    proposer: Proposer,
+    checker: Verifier,
+    *,
+    k: int,
+    max_bases: int,
+    max_reexecutions: int,
+    cost: RepairCost,
+    stats: TwoStepSearch,
+    cache: ForkCache | None = None,
+    feedback: str | None = None,
+) -> Iterator[SecondStep]:
+    """Yield each two-step flip found, searching at most ``max_bases`` first-step forks and spending
+    at most ``max_reexecutions`` forks in all (added to ``cost`` and ``stats``). Each base's search
+    stops at its first flipping step; the caller validates and stops when one holds."""
+    for first, base in bases(crs, forks):
+        if stats.bases >= max_bases or stats.reexecutions >= max_reexecutions:
+            return
+        later = _after_fork_point(base)
+        if not later:
+            continue
+        result = compute_crs(
+            base,
+            backend,
+            proposer,
+            checker,
+            k=k,
+            candidates=[s.step_id for s in later],
+            early_stop=True,
+            max_reexecutions=max_reexecutions - stats.reexecutions,
+            cache=cache,
+            extra_feedback=feedback,
+        )
+        stats.bases += 1
+        stats.reexecutions += result.cost.reexecutions
+        stats.flips += len(result.successful_probes())
+        cost.absorb(result.cost.model_copy(update={"naive_reexecutions": 0}))
+        for probe in sorted(result.successful_probes(), key=lambda p: -(p.proposal.minimality or 0.0)):
+            yield SecondStep(first=first, base=base, probe=probe, crs=result)
+
+
+def _after_fork_point(base: Trajectory) -> list[NodeStep]:
+    """``base``'s candidate steps after its intervened step (that step itself is the first change)."""
+    start = fork_point(base)
+    steps = candidate_steps(base)
+    if start is None:
+        return []
+    return [s for s in steps if s.step_id != start.step_id]
+
+
+def validate_chain(
+    parent: Trajectory,
+    first: Proposal,
+    second: Proposal,
+    backend: ForkBackend,
+    verifier: Verifier,
+    *,
+    n: int = 3,
+    m: int = 2,
+    cost: RepairCost | None = None,
+) -> OfflineValidation:
+    """Re-run the two-step repair ``n`` times (two re-executions each: the run forked with
+    ``first``, that fork forked with ``second`` at the same node and LangGraph step); pass when
+    ``>= m`` flip and each change is the only one before its fork point."""
+    if n < 1 or not 1 <= m <= n:
+        raise ValueError(f"need n >= 1 and 1 <= m <= n, got n={n}, m={m}")
+    spent = cost if cost is not None else RepairCost()
+    flips = 0
+    fork_ids: list[str] = []
+    differences: list[str] = []
+    errors: list[str] = []
+    for _ in range(n):
+        try:
+            spent.reexecutions += 1
+            base = fork_with(backend, parent, first, labels={"repair_validation": True})
+            step = _same_step(base, second)
+            if step is None:
+                raise LookupError(
+                    f"the first change's re-run has no {second.node}@{second.langgraph_step} to change"
+                )
+            again = second.model_copy(update={"step_id": step.step_id})
+            spent.reexecutions += 1
+            fork = fork_with(backend, base, again, labels={"repair_validation": True})
+        except Exception as exc:  # a re-run that fails counts against the repair, never crashes it
+            errors.append(f"{type(exc).__name__}: {exc}")
+            continue
+        fork_ids.append(fork.run_id)
+        verdict = judge_fork(verifier, parent, fork)
+        spent.absorb(verdict.cost)
+        flips += int(verdict.success is True)
+        for diff in [*prefix_differences(parent, base, first), *prefix_differences(base, fork, again)]:
+            if diff not in differences:
+                differences.append(diff)
+    only_change = not differences and len(fork_ids) > 0
+    reasons = [f"flipped in {flips} of {n} re-runs (need {m})"]
+    if differences:
+        reasons.append("other changes: " + "; ".join(differences))
+    if errors:
+        reasons.append(f"{len(errors)} re-run(s) failed: {errors[0]}")
+    return OfflineValidation(
+        passed=flips >= m and only_change,
+        n_runs=n,
+        min_flips=m,
+        flips=flips,
+        fork_run_ids=fork_ids,
+        only_change=only_change,
+        differences=differences,
+        reason="; ".join(reasons),
+    )
+
+
+def _same_step(trajectory: Trajectory, proposal: Proposal) -> NodeStep | None:
+    for step in trajectory.steps:
+        if (
+            isinstance(step, NodeStep)
+            and step.node == proposal.node
+            and step.langgraph_step == proposal.langgraph_step
+            and step.hop == proposal.hop
+        ):
+            return step
+    return None
+
+
+__all__ = ["ForkKeeper", "SecondStep", "bases", "search_second_step", "validate_chain"]
