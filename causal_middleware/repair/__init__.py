@@ -18,12 +18,15 @@ from causal_middleware.counterfactual.verifiers import (
     ReferenceVerifier,
     as_verifier,
 )
+from causal_middleware.repair.chain import search_second_step, validate_chain
 from causal_middleware.repair.models import (
     ContrastivePair,
     LLMValidation,
     OfflineValidation,
     Repair,
     RepairResult,
+    RepairStep,
+    TwoStepSearch,
 )
 from causal_middleware.repair.pairs import build_pair, export_pairs, write_pairs
 from causal_middleware.repair.service import RepairConfig, RepairService, repair_run
@@ -49,7 +52,9 @@ __all__ = [
     "RepairQueue",
     "RepairResult",
     "RepairService",
+    "RepairStep",
     "StepScore",
+    "TwoStepSearch",
     "as_verifier",
     "build_pair",
     "candidate_steps",
@@ -59,7 +64,9 @@ __all__ = [
     "minimality",
     "prefix_differences",
     "repair_run",
+    "search_second_step",
     "tokenize",
+    "validate_chain",
     "validate_offline",
     "write_pairs",
 ]

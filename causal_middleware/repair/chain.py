@@ -25,7 +25,7 @@ from causal_middleware.counterfactual.crs import ForkCache, compute_crs, fork_wi
 from causal_middleware.counterfactual.models import CRSResult, Probe
 from causal_middleware.protocols import ForkBackend, Proposal, Proposer, RepairCost, Verifier
 from causal_middleware.repair.models import OfflineValidation, TwoStepSearch
-from causal_middleware.repair.validate import prefix_differences
+from causal_middleware.repair.validate import offline_validation, prefix_differences
 from causal_middleware.spans.model import NodeStep, Trajectory
 
 
@@ -168,22 +168,7 @@ def validate_chain(
         for diff in [*prefix_differences(parent, base, first), *prefix_differences(base, fork, again)]:
             if diff not in differences:
                 differences.append(diff)
-    only_change = not differences and len(fork_ids) > 0
-    reasons = [f"flipped in {flips} of {n} re-runs (need {m})"]
-    if differences:
-        reasons.append("other changes: " + "; ".join(differences))
-    if errors:
-        reasons.append(f"{len(errors)} re-run(s) failed: {errors[0]}")
-    return OfflineValidation(
-        passed=flips >= m and only_change,
-        n_runs=n,
-        min_flips=m,
-        flips=flips,
-        fork_run_ids=fork_ids,
-        only_change=only_change,
-        differences=differences,
-        reason="; ".join(reasons),
-    )
+    return offline_validation(n, m, flips, fork_ids, differences, errors)
 
 
 def _same_step(trajectory: Trajectory, proposal: Proposal) -> NodeStep | None:

@@ -29,7 +29,14 @@ from causal_middleware.counterfactual.render import shorten
 from causal_middleware.counterfactual.verifiers import as_verifier
 from causal_middleware.protocols import DiscardingForkBackend, ForkBackend, Proposer, RepairCost, Verifier
 from causal_middleware.repair.chain import ForkKeeper, SecondStep, search_second_step, validate_chain
-from causal_middleware.repair.models import LLMValidation, Repair, RepairResult, RepairStep, TwoStepSearch
+from causal_middleware.repair.models import (
+    LLMValidation,
+    OfflineValidation,
+    Repair,
+    RepairResult,
+    RepairStep,
+    TwoStepSearch,
+)
 from causal_middleware.repair.pairs import build_pair, build_prior_pair
 from causal_middleware.repair.validate import LLMValidator, llm_validation_not_run, validate_offline
 from causal_middleware.spans.health import health
@@ -182,24 +189,8 @@ def _search(
             m=cfg.validation_min_flips,
             cost=cost,
         )
-        if not validation.passed:  # no model calls for a candidate already rejected
-            result.rejected.append(probe)
-            rejections.append(f"failed re-validation ({validation.reason})")
-            continue
-        llm = (
-            llm_validator.validate(trajectory, probe)
-            if llm_validator is not None
-            else llm_validation_not_run()
-        )
-        cost.absorb(llm.cost)
-        result.llm_judged += int(llm.ran)
-        if llm.ran and not llm.retained:
-            result.llm_not_retained += 1
-            result.rejected.append(probe)
-            rejections.append(
-                f"was not retained by multi-agent validation (confidence {llm.confidence} "
-                f"< {llm.threshold}; {llm.reason})"
-            )
+        llm = _kept(validation, llm_validator, trajectory, probe, result, rejections)
+        if llm is None:
             continue
         result.repair = _repair(trajectory, crs, probe, validation, llm)
         result.status = "repaired"
@@ -220,6 +211,36 @@ def _search(
         else:
             result.pair = build_pair(trajectory, result.repair)
     return result
+
+
+def _kept(
+    validation: OfflineValidation,
+    llm_validator: LLMValidator | None,
+    trajectory: Trajectory,
+    probe: Probe,
+    result: RepairResult,
+    rejections: list[str],
+    context: str = "",
+) -> LLMValidation | None:
+    """The LLM validation of a candidate that passed re-validation and is kept; None (the
+    candidate added to ``result.rejected``, why to ``rejections``) when it is not. No model call
+    for a candidate that failed re-validation."""
+    if not validation.passed:
+        result.rejected.append(probe)
+        rejections.append(f"failed re-validation{context} ({validation.reason})")
+        return None
+    llm = llm_validator.validate(trajectory, probe) if llm_validator is not None else llm_validation_not_run()
+    result.cost.absorb(llm.cost)
+    result.llm_judged += int(llm.ran)
+    if llm.ran and not llm.retained:
+        result.llm_not_retained += 1
+        result.rejected.append(probe)
+        rejections.append(
+            f"was not retained by multi-agent validation (confidence {llm.confidence} "
+            f"< {llm.threshold}; {llm.reason})"
+        )
+        return None
+    return llm
 
 
 def _two_step(
@@ -267,19 +288,11 @@ def _two_step(
             m=cfg.validation_min_flips,
             cost=cost,
         )
-        if not validation.passed:
-            result.rejected.append(found.probe)
-            continue
-        llm = (
-            llm_validator.validate(found.base, found.probe)
-            if llm_validator is not None
-            else llm_validation_not_run()
+        result.status = "unvalidated"  # a two-step flip was found, whether or not it holds
+        llm = _kept(
+            validation, llm_validator, found.base, found.probe, result, rejections, " with the first change"
         )
-        cost.absorb(llm.cost)
-        result.llm_judged += int(llm.ran)
-        if llm.ran and not llm.retained:
-            result.llm_not_retained += 1
-            result.rejected.append(found.probe)
+        if llm is None:
             continue
         repair = _repair(found.base, found.crs, found.probe, validation, llm)
         first = found.first.proposal

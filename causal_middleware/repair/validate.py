@@ -118,15 +118,21 @@ def validate_offline(
         for diff in prefix_differences(parent, fork, proposal):
             if diff not in differences:
                 differences.append(diff)
+    return offline_validation(n, m, flips, fork_ids, differences, errors)
+
+
+def offline_validation(
+    n: int, m: int, flips: int, fork_ids: list[str], differences: list[str], errors: list[str]
+) -> OfflineValidation:
+    """The verdict of ``n`` re-runs: passed when ``>= m`` flipped and none changed anything else."""
     only_change = not differences and len(fork_ids) > 0
-    passed = flips >= m and only_change
     reasons = [f"flipped in {flips} of {n} re-runs (need {m})"]
     if differences:
         reasons.append("other changes: " + "; ".join(differences))
     if errors:
         reasons.append(f"{len(errors)} re-run(s) failed: {errors[0]}")
     return OfflineValidation(
-        passed=passed,
+        passed=flips >= m and only_change,
         n_runs=n,
         min_flips=m,
         flips=flips,
