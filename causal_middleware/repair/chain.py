@@ -16,7 +16,7 @@ before a later step is tried.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,12 +31,26 @@ from causal_middleware.spans.model import NodeStep, Trajectory
 
 class ForkKeeper:
     """A fork backend that passes every fork on to ``backend`` and keeps the trajectories it got
-    back, so the second step's search reads a first-step fork without a store round trip."""
+    back, so the second step's search reads a first-step fork without a store round trip.
+    ``load`` (e.g. ``store.get_trajectory``) reads a fork this call did not make: a probe an
+    earlier call made, answered from a shared ``ForkCache``."""
 
-    def __init__(self, backend: ForkBackend) -> None:
+    def __init__(self, backend: ForkBackend, load: Callable[[str], Trajectory] | None = None) -> None:
         self.backend = backend
         self.forks: dict[str, Trajectory] = {}
+        self._load = load
         self._lock = threading.Lock()
+
+    def get(self, run_id: str) -> Trajectory | None:
+        """The fork ``run_id``: kept, else loaded; None when neither works (fail-open)."""
+        with self._lock:
+            fork = self.forks.get(run_id)
+        if fork is not None or self._load is None or not run_id:
+            return fork
+        try:
+            return self._load(run_id)
+        except Exception:  # a fork that cannot be read back is not searched, never a crash
+            return None
 
     def fork(self, run_id: str, **kwargs: Any) -> Trajectory:
         fork = self.backend.fork(run_id, **kwargs)
@@ -55,26 +69,26 @@ class SecondStep:
     crs: CRSResult
 
 
-def bases(crs: CRSResult, forks: dict[str, Trajectory]) -> Iterator[tuple[Probe, Trajectory]]:
+def bases(crs: CRSResult, lookup: Callable[[str], Trajectory | None]) -> Iterator[tuple[Probe, Trajectory]]:
     """The first step's probes that made a fork which did not flip, round-robin over the steps
-    (each step's probes in the order the search tried them: most minimal first)."""
+    (each step's probes in the order the search tried them: most minimal first); a fork
+    ``lookup`` cannot find is left out."""
     by_step: dict[str, list[Probe]] = {}
     for probe in crs.probes:
-        fork = forks.get(probe.fork_run_id or "")
-        if fork is None or probe.success is not False or probe.error is not None:
-            continue
-        by_step.setdefault(probe.proposal.step_id, []).append(probe)
+        if probe.fork_run_id and probe.success is False and probe.error is None:
+            by_step.setdefault(probe.proposal.step_id, []).append(probe)
     queues = list(by_step.values())
     for rank in range(max((len(q) for q in queues), default=0)):
         for queue in queues:
             if rank < len(queue):
-                probe = queue[rank]
-                yield probe, forks[probe.fork_run_id or ""]
+                fork = lookup(queue[rank].fork_run_id or "")
+                if fork is not None:
+                    yield queue[rank], fork
 
 
 def search_second_step(
     crs: CRSResult,
-    forks: dict[str, Trajectory],
+    lookup: Callable[[str], Trajectory | None],
     backend: ForkBackend,
     proposer: Proposer,
     checker: Verifier,
@@ -86,13 +100,17 @@ def search_second_step(
     stats: TwoStepSearch,
     cache: ForkCache | None = None,
     feedback: str | None = None,
+    reference: str | None = None,
 ) -> Iterator[SecondStep]:
     """Yield each two-step flip found, searching at most ``max_bases`` first-step forks and spending
     at most ``max_reexecutions`` forks in all (added to ``cost`` and ``stats``). Each base's search
-    stops at its first flipping step; the caller validates and stops when one holds."""
-    for first, base in bases(crs, forks):
+    stops at its first flipping step; the caller validates and stops when one holds. ``reference``
+    (the run's) judges a fork that carries none, as the first step's probes were judged."""
+    for first, base in bases(crs, lookup):
         if stats.bases >= max_bases or stats.reexecutions >= max_reexecutions:
             return
+        if base.reference is None and reference is not None:
+            base = base.model_copy(update={"reference": reference})
         later = _after_fork_point(base)
         if not later:
             continue
@@ -138,10 +156,26 @@ def validate_chain(
 ) -> OfflineValidation:
     """Re-run the two-step repair ``n`` times (two re-executions each: the run forked with
     ``first``, that fork forked with ``second`` at the same node and LangGraph step); pass when
-    ``>= m`` flip and each change is the only one before its fork point."""
+    ``>= m`` flip and each change is the only one before its fork point.
+
+    First, when the run has the second change's step, the second change alone is applied to the
+    run once (one re-execution): if that flips it, the first change is not needed and the repair
+    fails (``second_alone_flips``), with no re-runs. (The first alone never flipped: it is a
+    probe the single-step search judged.)"""
     if n < 1 or not 1 <= m <= n:
         raise ValueError(f"need n >= 1 and 1 <= m <= n, got n={n}, m={m}")
     spent = cost if cost is not None else RepairCost()
+    alone = _second_alone_flips(parent, second, backend, verifier, spent)
+    if alone:
+        return OfflineValidation(
+            passed=False,
+            n_runs=n,
+            min_flips=m,
+            flips=0,
+            only_change=False,
+            second_alone_flips=True,
+            reason="the second change alone flips the run: the first is not needed",
+        )
     flips = 0
     fork_ids: list[str] = []
     differences: list[str] = []
@@ -168,7 +202,27 @@ def validate_chain(
         for diff in [*prefix_differences(parent, base, first), *prefix_differences(base, fork, again)]:
             if diff not in differences:
                 differences.append(diff)
-    return offline_validation(n, m, flips, fork_ids, differences, errors)
+    return offline_validation(n, m, flips, fork_ids, differences, errors).model_copy(
+        update={"second_alone_flips": alone}
+    )
+
+
+def _second_alone_flips(
+    parent: Trajectory, second: Proposal, backend: ForkBackend, verifier: Verifier, cost: RepairCost
+) -> bool | None:
+    """Whether ``second`` applied to ``parent`` alone flips it; None when ``parent`` has no such step."""
+    step = _same_step(parent, second)
+    if step is None:
+        return None
+    alone = second.model_copy(update={"step_id": step.step_id})
+    cost.reexecutions += 1
+    try:
+        fork = fork_with(backend, parent, alone, labels={"repair_validation": True})
+    except Exception:  # the run cannot take the change alone: the first is needed for it
+        return False
+    verdict = judge_fork(verifier, parent, fork)
+    cost.absorb(verdict.cost)
+    return verdict.success is True
 
 
 def _same_step(trajectory: Trajectory, proposal: Proposal) -> NodeStep | None:

@@ -32,6 +32,11 @@ class OfflineValidation(_Model):
     fork_run_ids: list[str] = Field(default_factory=list)
     only_change: bool
     differences: list[str] = Field(default_factory=list, description="what else differed, if anything")
+    second_alone_flips: bool | None = Field(
+        default=None,
+        description="two-step repair: whether its second change alone flipped the run (then the first "
+        "is not needed and the repair is rejected); None for one step, or when the run has no such step",
+    )
     reason: str = ""
 
 
@@ -104,6 +109,9 @@ class Repair(_Model):
         default_factory=list, description="document ids / tool names the repair removes or brings in"
     )
     minimality: float = Field(description="of a two-step repair: the product of its steps' minimality")
+    step_minimality: float | None = Field(
+        default=None, description="of a two-step repair: its own (second) step's minimality"
+    )
     crs: float
     fork_run_id: str | None = None
     prior: list[RepairStep] = Field(
@@ -114,6 +122,13 @@ class Repair(_Model):
     validation: OfflineValidation
     llm_validation: LLMValidation
     explanation: str = ""
+
+    @property
+    def first_change(self) -> tuple[str, str, int | None]:
+        """(step id, node, hop) of the repaired run's step this repair changes: its own step, or
+        for a two-step repair its first change's (its own step is a step of a fork)."""
+        step = self.prior[0] if self.prior else self
+        return step.step_id, step.node, step.hop
 
 
 class TwoStepSearch(_Model):

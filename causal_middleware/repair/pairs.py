@@ -53,17 +53,29 @@ def build_pair(trajectory: Trajectory, repair: Repair) -> ContrastivePair:
     expected = repair.prior[-1].fork_run_id if repair.prior else repair.run_id
     if expected != trajectory.run_id:
         raise ValueError(f"repair is for run {expected}, not {trajectory.run_id}")
-    return _pair(trajectory, repair, repair)
+    own = repair.step_minimality if repair.step_minimality is not None else repair.minimality
+    return _pair(trajectory, repair, repair, minimality=own, crs=repair.crs, fork_run_id=repair.fork_run_id)
 
 
-def build_prior_pair(trajectory: Trajectory, repair: Repair, step: RepairStep) -> ContrastivePair:
-    """The contrastive pair of a two-step repair's first change ``step`` (a step of ``trajectory``)."""
+def build_prior_pair(
+    trajectory: Trajectory, repair: Repair, step: RepairStep, *, crs: float
+) -> ContrastivePair:
+    """The contrastive pair of a two-step repair's first change ``step`` (a step of ``trajectory``;
+    ``crs``: that step's score in the single-step search, 0 since it did not flip the run alone)."""
     if step.run_id != trajectory.run_id:
         raise ValueError(f"the change is for run {step.run_id}, not {trajectory.run_id}")
-    return _pair(trajectory, step, repair)
+    return _pair(trajectory, step, repair, minimality=step.minimality, crs=crs, fork_run_id=step.fork_run_id)
 
 
-def _pair(trajectory: Trajectory, step: Repair | RepairStep, repair: Repair) -> ContrastivePair:
+def _pair(
+    trajectory: Trajectory,
+    step: Repair | RepairStep,
+    repair: Repair,
+    *,
+    minimality: float,
+    crs: float,
+    fork_run_id: str | None,
+) -> ContrastivePair:
     llm = repair.llm_validation
     return ContrastivePair(
         prompt=step_prompt(trajectory, step),
@@ -75,10 +87,10 @@ def _pair(trajectory: Trajectory, step: Repair | RepairStep, repair: Repair) -> 
             "node": step.node,
             "hop": step.hop,
             "langgraph_step": step.langgraph_step,
-            "crs": repair.crs,
-            "minimality": step.minimality,
+            "crs": crs,
+            "minimality": minimality,
             "source": step.source,
-            "fork_run_id": repair.fork_run_id,
+            "fork_run_id": fork_run_id,
             "steps": len(repair.prior) + 1,
             "validation": {
                 "passed": repair.validation.passed,

@@ -104,7 +104,8 @@ def repair_run(
 
     When ``backend`` can discard forks (:class:`DiscardingForkBackend`, e.g. the LangGraph
     ``Replayer``) and ``config.keep_probe_forks`` is False, every fork this call made (search
-    probes, validation re-runs, rejected candidates) except the repair's own (``Repair.fork_run_id``)
+    probes, validation re-runs, rejected candidates) except the repair's own (``Repair.fork_run_id``;
+    a two-step repair also keeps its first change's fork, ``Repair.prior[0].fork_run_id``)
     is discarded before the records are written, also when the search raises: its checkpoints
     leave the agent's checkpointer, its spans stay in the store. Counted in
     ``cost.forks_discarded``; a fork that could not be discarded is listed in ``discard_errors``
@@ -126,8 +127,9 @@ def repair_run(
     checker = as_verifier(verifier)
     recorder = _ForkRecorder(backend) if _discards(backend, cfg) else None
     try:
+        load = store.get_trajectory if store is not None else None
         result = _search(
-            trajectory, recorder or backend, proposer, checker, cfg, llm_validator, cache, feedback
+            trajectory, recorder or backend, proposer, checker, cfg, llm_validator, cache, feedback, load
         )
     except Exception:
         if recorder is not None:
@@ -154,10 +156,12 @@ def _search(
     llm_validator: LLMValidator | None,
     cache: ForkCache | None,
     feedback: str | None,
+    load: Callable[[str], Trajectory] | None = None,
 ) -> RepairResult:
     """CRS search, then validation of the successful proposals, most minimal first; with
-    ``cfg.max_steps=2`` and no single-step repair, the two-step search (:mod:`.chain`)."""
-    keeper = ForkKeeper(backend) if cfg.max_steps > 1 else None
+    ``cfg.max_steps=2`` and no single-step repair, the two-step search (:mod:`.chain`; ``load``
+    reads a probe fork an earlier call made)."""
+    keeper = ForkKeeper(backend, load) if cfg.max_steps > 1 else None
     crs = compute_crs(
         trajectory,
         keeper or backend,
@@ -206,7 +210,9 @@ def _search(
     if result.repair is not None:
         result.repair.explanation = result.explanation
         if second is not None:
-            result.prior_pairs = [build_prior_pair(trajectory, result.repair, result.repair.prior[0])]
+            first = result.repair.prior[0]
+            crs_first = result.crs.score_of(first.step_id).crs or 0.0
+            result.prior_pairs = [build_prior_pair(trajectory, result.repair, first, crs=crs_first)]
             result.pair = build_pair(second.base, result.repair)
         else:
             result.pair = build_pair(trajectory, result.repair)
@@ -236,7 +242,7 @@ def _kept(
         result.llm_not_retained += 1
         result.rejected.append(probe)
         rejections.append(
-            f"was not retained by multi-agent validation (confidence {llm.confidence} "
+            f"was not retained by multi-agent validation{context} (confidence {llm.confidence} "
             f"< {llm.threshold}; {llm.reason})"
         )
         return None
@@ -263,7 +269,7 @@ def _two_step(
     result.two_step = TwoStepSearch()
     for found in search_second_step(
         result.crs,
-        keeper.forks,
+        keeper.get,
         keeper.backend,
         proposer,
         checker,
@@ -274,9 +280,8 @@ def _two_step(
         stats=result.two_step,
         cache=cache,
         feedback=feedback,
+        reference=trajectory.reference,
     ):
-        if tried >= cfg.max_candidates:
-            break
         tried += 1
         validation = validate_chain(
             trajectory,
@@ -293,6 +298,8 @@ def _two_step(
             validation, llm_validator, found.base, found.probe, result, rejections, " with the first change"
         )
         if llm is None:
+            if tried >= cfg.max_candidates:
+                break
             continue
         repair = _repair(found.base, found.crs, found.probe, validation, llm)
         first = found.first.proposal
@@ -318,6 +325,7 @@ def _two_step(
                 "run_id": trajectory.run_id,
                 "prior": [prior],
                 "minimality": round(prior.minimality * repair.minimality, 6),
+                "step_minimality": repair.minimality,
                 "answer_before": trajectory.answer,
             }
         )

@@ -272,17 +272,18 @@ def emit_repair_spans(
         A.CAUSAL_REPAIR_EXPLANATION: result.explanation,
     }
     if repair is not None:
+        step_id, node, hop = repair.first_change  # a two-step repair: its first change, this run's step
         attrs.update(
             {
-                A.CAUSAL_REPAIR_STEP_ID: repair.step_id,
-                A.CAUSAL_NODE: repair.node,
+                A.CAUSAL_REPAIR_STEP_ID: step_id,
+                A.CAUSAL_NODE: node,
                 A.CAUSAL_REPAIR_MINIMALITY: repair.minimality,
                 A.CAUSAL_REPAIR_CRS: repair.crs,
                 A.CAUSAL_REPAIR_VALIDATED: repair.validation.passed,
             }
         )
-        if repair.hop is not None:
-            attrs[A.CAUSAL_HOP_INDEX] = repair.hop
+        if hop is not None:
+            attrs[A.CAUSAL_HOP_INDEX] = hop
         if repair.fork_run_id is not None:
             attrs[A.CAUSAL_REPAIR_FORK_RUN_ID] = repair.fork_run_id
     with tracer.start_as_current_span(

@@ -121,11 +121,16 @@ def diagnosis_annotation(
 def repair_annotation(
     result: RepairResult, trajectory: Trajectory | None, *, root_span_id: str | None = None
 ) -> SpanAnnotation | None:
-    """The annotation a repair writes on the step it changed (or the step CRS flagged first)."""
+    """The annotation a repair writes on the step it changed (or the step CRS flagged first); a
+    two-step repair's on its first change, the step of this run (its second is a fork's step)."""
     repair = result.repair
     flagged = result.crs.flagged
-    step_id = repair.step_id if repair is not None else (flagged[0].step_id if flagged else None)
-    hop = repair.hop if repair is not None else (flagged[0].hop if flagged else None)
+    step_id: str | None
+    if repair is not None:
+        step_id, _, hop = repair.first_change
+    else:
+        step_id = flagged[0].step_id if flagged else None
+        hop = flagged[0].hop if flagged else None
     span_id = blamed_span_id(trajectory, step_id, hop, root_span_id)
     if span_id is None:
         return None
@@ -144,6 +149,19 @@ def repair_annotation(
             answer_before=repair.answer_before,
             answer_after=repair.answer_after,
         )
+        if repair.prior:  # the annotated step is the first change; the fields above the second's
+            first = repair.prior[0]
+            meta.update(
+                steps=len(repair.prior) + 1,
+                first_change={
+                    "node": first.node,
+                    "hop": first.hop,
+                    "step_id": first.step_id,
+                    "change": first.description,
+                    "evidence": first.evidence,
+                    "fork_run_id": first.fork_run_id,
+                },
+            )
     return SpanAnnotation(
         span_id=span_id,
         name=REPAIR_ANNOTATION,

@@ -1,11 +1,18 @@
-"""The two-step search's choice of first-step forks: round-robin over steps, flips and errors left out."""
+"""The two-step search on a scripted agent: which first-step forks it searches (round-robin over\nsteps), a first change the second does not need, a reference only on the trajectory, a shared cache."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from causal_middleware.counterfactual.models import CRSResult, Probe
-from causal_middleware.protocols import Proposal
+from causal_middleware.counterfactual.verifiers import ReferenceVerifier
+from causal_middleware.protocols import Proposal, ProposalBatch
 from causal_middleware.repair.chain import bases
-from causal_middleware.spans.model import Trajectory
+from causal_middleware.repair.models import RepairResult
+from causal_middleware.repair.service import RepairConfig, RepairService, repair_run
+from causal_middleware.spans.model import NodeStep, Trajectory
+from causal_middleware.testing.agent import Node, ScriptedAgent
+from causal_middleware.testing.backend import DiscardingFakeForkBackend
 
 
 def _probe(step: str, n: int, *, success: bool | None = False, error: str | None = None) -> Probe:
@@ -17,7 +24,7 @@ def test_bases_take_each_steps_best_proposal_before_any_steps_second() -> None:
     probes = [_probe("a", 0), _probe("a", 1), _probe("a", 2), _probe("b", 0), _probe("b", 1), _probe("c", 0)]
     crs = CRSResult(run_id="r", k=3, baseline_success=False, probes=probes)
     forks = {p.fork_run_id or "": Trajectory(run_id=p.fork_run_id or "") for p in probes}
-    order = [probe.fork_run_id for probe, _ in bases(crs, forks)]
+    order = [probe.fork_run_id for probe, _ in bases(crs, forks.get)]
     assert order == ["a-0", "b-0", "c-0", "a-1", "b-1", "a-2"]
 
 
@@ -33,4 +40,108 @@ def test_bases_skip_flips_failed_probes_and_forks_not_kept() -> None:
     forks = {
         p.fork_run_id or "": Trajectory(run_id=p.fork_run_id or "") for p in probes if p.fork_run_id != "c-0"
     }
-    assert [probe.fork_run_id for probe, _ in bases(crs, forks)] == ["b-0"]
+    assert [probe.fork_run_id for probe, _ in bases(crs, forks.get)] == ["b-0"]
+
+
+ORDER = {"a": "b", "b": "ans", "ans": None}
+
+
+def _backend(*, needs_both: bool) -> DiscardingFakeForkBackend:
+    """a -> b -> ans; ans is right when b wrote y=good (and, with ``needs_both``, a wrote x=good)."""
+
+    def answer(state: dict[str, Any]) -> dict[str, Any]:
+        ok = state.get("y") == "good" and (state.get("x") == "good" or not needs_both)
+        return {"answer": "good" if ok else "no"}
+
+    agent = ScriptedAgent(
+        nodes=[
+            Node("a", lambda s: {"x": "bad"}),
+            Node("b", lambda s: {"y": "bad"}),
+            Node("ans", answer, answer_key="answer"),
+        ],
+        entry="a",
+        route=lambda state, node, out: (state.update(out), ORDER[node])[1],
+    )
+    return DiscardingFakeForkBackend(agent)
+
+
+class ContextProposer:
+    """a: x=good then x=ok; b: y=good only on a fork (a proposal that depends on its context, as a
+    model's or the trace proposer's does), y=meh on the run itself."""
+
+    def propose(self, trajectory: Trajectory, step: NodeStep, k: int, *, feedback: str = "") -> ProposalBatch:
+        if step.node == "a":
+            values = [{"x": "good"}, {"x": "ok"}]
+        elif step.node == "b":
+            values = [{"y": "good"}] if trajectory.lineage is not None else [{"y": "meh"}]
+        else:
+            values = []
+        return ProposalBatch(
+            proposals=[
+                Proposal(
+                    step_id=step.step_id,
+                    node=step.node or "",
+                    hop=step.hop,
+                    langgraph_step=step.langgraph_step,
+                    values=v,
+                    source="scripted",
+                )
+                for v in values
+            ]
+        )
+
+
+def test_a_first_change_the_second_does_not_need_is_rejected() -> None:
+    backend = _backend(needs_both=False)
+    run = backend.run("q", reference="good")
+    config = RepairConfig(max_steps=2, max_candidates=1)
+    result = repair_run(
+        run, backend=backend, proposer=ContextProposer(), verifier=ReferenceVerifier(), config=config
+    )
+    assert result.repair is None and result.status == "unvalidated"
+    assert result.two_step is not None and result.two_step.bases == 1  # stopped at max_candidates
+    assert "first change" in result.explanation and "alone flips the run" in result.explanation
+
+
+def test_a_two_step_repair_whose_steps_are_both_needed() -> None:
+    backend = _backend(needs_both=True)
+    run = backend.run("q")  # the reference is only on the trajectory handed in
+    trajectory = run.model_copy(update={"reference": "good"})
+    result = repair_run(
+        trajectory,
+        backend=backend,
+        proposer=ContextProposer(),
+        verifier=ReferenceVerifier(),
+        config=RepairConfig(max_steps=2),
+    )
+    repair = result.repair
+    assert repair is not None and result.status == "repaired"
+    assert [(p.node, p.repaired) for p in repair.prior] == [("a", {"x": "good"})]
+    assert (repair.node, repair.repaired) == ("b", {"y": "good"})
+    assert repair.validation.second_alone_flips is False and repair.validation.passed
+    assert repair.first_change == (repair.prior[0].step_id, "a", None)
+    assert result.pair is not None and result.pair.metadata["minimality"] == repair.step_minimality
+    first_pair = result.prior_pairs[0]
+    assert (
+        first_pair.metadata["crs"] == 0.0
+        and first_pair.metadata["fork_run_id"] == repair.prior[0].fork_run_id
+    )
+    assert RepairResult.model_validate(result.model_dump(mode="json")) == result
+
+
+def test_a_shared_cache_finds_the_two_step_repair_again() -> None:
+    backend = _backend(needs_both=True)
+    run = backend.run("q", reference="good")
+    service = RepairService(
+        backend=backend,
+        proposer=ContextProposer(),
+        verifier=ReferenceVerifier(),
+        store=backend.store,
+        config=RepairConfig(max_steps=2),
+    )
+    first = service.repair(run.run_id, write=False)
+    again = service.repair(run.run_id, write=False)
+    assert first.status == again.status == "repaired"
+    assert again.cost.forks_reused > 0
+    assert again.repair is not None and first.repair is not None
+    assert again.repair.prior[0].fork_run_id == first.repair.prior[0].fork_run_id
