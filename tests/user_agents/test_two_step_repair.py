@@ -24,6 +24,7 @@ from causal_middleware.repair.chain import validate_chain
 from causal_middleware.repair.models import RepairResult
 from causal_middleware.repair.pairs import pairs_from_records
 from causal_middleware.repair.service import RepairConfig, repair_run
+from causal_middleware.repair.verdicts import repair_annotation
 
 CORPUS = [
     Document(id="kb-1", page_content="The Orvel bridge was designed by Ada Brenner in 1931."),
@@ -141,6 +142,11 @@ def test_two_step_repair_names_both_planted_documents(record: Recorder) -> None:
     assert run.history() == history
     assert run.store.get_trajectory(repair.fork_run_id).lineage.parent_run_id == first.fork_run_id
     assert run.store.get_trajectory(first.fork_run_id).lineage.parent_run_id == run.run_id
+    # the verdict lands on the run's own step that changed first, naming the second change too
+    note = repair_annotation(result, run.trajectory)
+    assert note is not None and note.span_id == first.step_id
+    assert note.metadata["steps"] == 2 and note.metadata["first_change"]["evidence"] == first.evidence
+    assert note.metadata["step_id"] == repair.step_id
     # both changes become training pairs, the first change's first
     pairs = pairs_from_records(run.store.get_records("repair"))
     assert [p.metadata["langgraph_step"] for p in pairs] == [1, 3]
