@@ -248,18 +248,27 @@ def expected_time(
     )
 
 
-def agent_model(spec: str | None, *, seed: int = 0) -> BaseChatModel | None:
+def agent_model(spec: str | None, *, seed: int = 0, temperature: float = 0.0) -> BaseChatModel | None:
     """The chat model driving the reference agent: None for ``offline`` (the agent builds its own,
     simulate mode off the world), else the model ``spec`` names (``local``, ``local:NAME``,
-    ``gguf:PATH``, ``anthropic[:MODEL]`` or ``package.module:attr``)."""
+    ``gguf:PATH``, ``anthropic[:MODEL]`` or ``package.module:attr``). ``temperature`` > 0 samples
+    it, each call with a fresh seed where the model takes one per call (a local model's
+    ``seed_per_call``), so a re-run of the same step is a fresh draw."""
     if not spec or spec == "offline":
         return None
     from causal_middleware.cli.live_agent import load_chat_model
 
     model = load_chat_model(spec, "model")
     fields = type(model).model_fields
+    if temperature and "temperature" not in fields:
+        raise ValueError(
+            f"--temperature: the model {spec!r} ({type(model).__name__}) has no temperature to set"
+        )
     # every reply the agent asks for is one short line; a cap keeps a rambling small model cheap
-    update = {k: v for k, v in (("seed", seed), ("max_tokens", AGENT_MAX_TOKENS)) if k in fields}
+    wanted: tuple[tuple[str, Any], ...] = (("seed", seed), ("max_tokens", AGENT_MAX_TOKENS))
+    if temperature:
+        wanted += (("temperature", temperature), ("seed_per_call", True))
+    update = {k: v for k, v in wanted if k in fields}
     return model.model_copy(update=update) if update else model
 
 
@@ -492,12 +501,10 @@ def run_repair(p: dict[str, Any]) -> dict[str, Any]:
     if executor_name != "local" and (temperature or model_spec != "offline" or plan != "model"):
         # the sampling model's draws depend on the order of every call in the process
         raise ValueError(f"--executor {executor_name} runs the offline model at --temperature 0 only")
-    if model_spec != "offline" and temperature:
-        raise ValueError("--temperature is the offline model's; a --model samples with its own settings")
     if executor_name != "local" and (proposer_spec != "offline" or validator_spec):
         raise ValueError(f"--executor {executor_name} repairs with the offline proposer and no --validator")
     proposer, validator = repair_models(proposer_spec, validator_spec, seed=seed)
-    model = agent_model(model_spec, seed=seed)
+    model = agent_model(model_spec, seed=seed, temperature=temperature)
     env = reference_sweep_environment(
         generate_world(p.get("n", 100), seed=seed),
         store=InMemorySpanStore(),

@@ -45,7 +45,9 @@ def register_bench(bench_subparsers: Any) -> None:
         "--temperature",
         type=float,
         default=0.0,
-        help="the offline model's sampling temperature in [0, 1] (default 0: deterministic re-runs)",
+        help="sampling temperature in [0, 1] of the model driving the agent (the offline model, or a "
+        "--model: each call then draws a fresh seed, so the validation's re-runs are fresh samples; "
+        "default 0: deterministic re-runs)",
     )
     p.add_argument(
         "--model",

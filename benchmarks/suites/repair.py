@@ -40,7 +40,12 @@ Metrics (``results.json``; each at the top level for all failures, and under ``n
 * ``repaired_by_steps``: validated repairs by the steps they change (``"2"``: two-step repairs,
   searched only with ``RepairConfig.max_steps=2`` when no single-step repair held);
   ``two_step_reexecutions``: the forks the two-step search spent (also in ``reexec_per_repaired``;
-  the exhaustive baseline counts single steps only).
+  the exhaustive baseline counts single steps only);
+* ``validation``: how the flips found held when re-validated (``m`` of ``n`` re-runs, the only
+  change before the fork point, the LLM check when on): ``revalidated`` flips re-validated (kept
+  repairs + ``rejected``), ``held_rate`` = kept / revalidated, ``rerun_flip_rate`` = re-runs that
+  flipped / re-runs, over the kept repairs. At temperature 0 every re-run repeats the search's
+  fork; with a sampling model (``--temperature``) each is a fresh draw.
 """
 
 from __future__ import annotations
@@ -118,6 +123,9 @@ class FailedRun(BaseModel):
     llm_confidence: float | None = None
     steps: int | None = None  # steps the repair changed (2: a two-step repair)
     two_step_reexecutions: int = 0  # forks the two-step search spent (validation aside)
+    rejected: int = 0  # flips that failed re-validation
+    validation_flips: int | None = None  # the kept repair's re-runs that flipped
+    validation_runs: int | None = None  # ... of its re-runs
     elapsed_s: float = 0.0
 
 
@@ -416,6 +424,9 @@ def _row(
         ),
         steps=len(repair.prior) + 1 if repair is not None else None,
         two_step_reexecutions=result.two_step.reexecutions if result.two_step is not None else 0,
+        rejected=len(result.rejected),
+        validation_flips=repair.validation.flips if repair is not None else None,
+        validation_runs=repair.validation.n_runs if repair is not None else None,
         elapsed_s=round(elapsed, 3),
     )
 
@@ -464,8 +475,20 @@ def summarize(
         "repaired_by_source": dict(Counter(r.source for r in repaired if r.source)),
         "repaired_by_steps": {str(k): v for k, v in sorted(Counter(r.steps or 1 for r in repaired).items())},
         "two_step_reexecutions": sum(r.two_step_reexecutions for r in rows),
+        "validation": _validation(repaired, sum(r.rejected for r in rows)),
     }
     return out
+
+
+def _validation(repaired: Sequence[FailedRun], rejected: int) -> dict[str, Any]:
+    revalidated = len(repaired) + rejected
+    runs = sum(r.validation_runs or 0 for r in repaired)
+    return {
+        "revalidated": revalidated,
+        "rejected": rejected,
+        "held_rate": _round(len(repaired) / revalidated) if revalidated else None,
+        "rerun_flip_rate": _round(sum(r.validation_flips or 0 for r in repaired) / runs) if runs else None,
+    }
 
 
 def _round(value: float) -> float:

@@ -101,6 +101,36 @@ def test_bench_repair_takes_the_agent_model_options(tmp_path: Path) -> None:
     assert (config["model"], config["plan"], config["mode"]) == ("offline", "gold", "offline_gold_plan")
 
 
+def test_a_sampled_agent_model_draws_a_fresh_seed_per_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--temperature`` with a ``--model``: the model samples, and a model that takes a seed per call
+    (a local model's ``seed_per_call``) gets one, so a validation re-run is a fresh draw."""
+    from benchmarks.cli.bench import agent_model
+
+    spec = tmp_path / "models.py"
+    spec.write_text(
+        "from langchain_core.language_models.fake_chat_models import FakeListChatModel\n"
+        "class Sampling(FakeListChatModel):\n"
+        "    temperature: float = 0.0\n"
+        "    seed: int = 0\n"
+        "    seed_per_call: bool = False\n"
+        "def sampling():\n"
+        "    return Sampling(responses=['x'])\n"
+        "def unsampled():\n"
+        "    return FakeListChatModel(responses=['x'])\n"
+    )
+    model = agent_model(f"{spec}:sampling", seed=4, temperature=0.5)
+    assert (model.temperature, model.seed, model.seed_per_call) == (0.5, 4, True)  # type: ignore[union-attr]
+    greedy = agent_model(f"{spec}:sampling", seed=4)
+    assert (greedy.temperature, greedy.seed_per_call) == (0.0, False)  # type: ignore[union-attr]
+    argv = ["bench", "repair", "--out", str(tmp_path / "r.json"), "--n", "2", "--temperature", "0.5"]
+    assert main([*argv, "--model", f"{spec}:unsampled"]) == 2
+    err = capsys.readouterr().err
+    assert "has no temperature" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r.json").exists()
+
+
 def test_bench_agent_with_the_gold_plan_reports_its_mode(tmp_path: Path) -> None:
     out = tmp_path / "agent.json"
     argv = ["bench", "agent", "--n", "6", "--retrievers", "bm25", "--plan", "gold", "--out", str(out)]

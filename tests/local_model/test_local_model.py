@@ -151,3 +151,26 @@ def test_reference_agent_answers_with_the_local_model(qwen):
     run = run_question(agent, world.questions[0])
     assert run.answer is not None and run.stop_reason is not None
     assert 1 <= len(run.queries) <= 2  # the model planned at least one search from the question
+
+
+def test_seed_per_call_samples_a_repeated_prompt_afresh_and_reproduces_in_sequence(qwen):
+    """A re-run that validates a repair must be a fresh draw under sampling, not the same seed again."""
+    prompt = [HumanMessage("Write one made-up word.")]
+
+    def draws(cache: str) -> list[str]:
+        model = LlamaCppChatModel(
+            model_path=qwen.model_path,
+            max_tokens=8,
+            temperature=1.0,
+            seed=7,
+            seed_per_call=True,
+            prefix_cache=cache,
+        )
+        return [str(model.invoke(prompt).content) for _ in range(6)]
+
+    assert len(set(draws("ram"))) >= 2  # one fixed seed would give the same six replies
+    first = draws("off")
+    assert len(set(first)) >= 2
+    assert draws("off") == first  # the same sequence of calls reproduces (no cache to differ on)
+    fixed = LlamaCppChatModel(model_path=qwen.model_path, max_tokens=8, temperature=1.0, seed=7)
+    assert len({str(fixed.invoke(prompt).content) for _ in range(3)}) == 1

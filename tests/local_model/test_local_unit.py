@@ -14,6 +14,7 @@ import pytest
 from causal_middleware.integrations import llamacpp_weights as weights
 from causal_middleware.integrations.llamacpp import (
     TOOL_INSTRUCTIONS,
+    LlamaCppChatModel,
     LocalRuntimeMissing,
     import_llama_cpp,
     parse_tool_calls,
@@ -352,3 +353,11 @@ def test_answered_calls_are_those_with_a_tool_message():
     assert keys == {
         tool_call_key({"name": "get_weather", "args": {"city": "Paris"}, "id": "x", "type": "tool_call"})
     }
+
+
+def test_seed_per_call_counts_calls_across_copies_and_a_fixed_seed_does_not():
+    sampled = LlamaCppChatModel(model_path="never-loaded.gguf", temperature=0.7, seed=40, seed_per_call=True)
+    copy = sampled.model_copy(update={"max_tokens": 8})
+    assert [sampled._call_seed(), copy._call_seed(), sampled._call_seed()] == [40, 41, 42]
+    fixed = LlamaCppChatModel(model_path="never-loaded.gguf", temperature=0.7, seed=40)
+    assert {fixed._call_seed() for _ in range(3)} == {40}

@@ -64,6 +64,25 @@ def test_summary_metrics_on_hand_made_rows() -> None:
     assert empty["n_failed"] == 0 and empty["repair_rate"] is None
 
 
+def test_validation_summary_counts_the_flips_that_held_and_the_re_runs_that_flipped() -> None:
+    def row(status: str, **kw: Any) -> FailedRun:
+        return FailedRun(run_id="r", kind="natural", question_id="q", status=status, **kw)
+
+    rows = [
+        row("repaired", minimality=0.9, validation_flips=2, validation_runs=3, rejected=1),
+        row("repaired", minimality=0.5, validation_flips=3, validation_runs=3),
+        row("unvalidated", rejected=2),
+        row("no_flip"),
+    ]
+    assert summarize(rows)["validation"] == {
+        "revalidated": 5,
+        "rejected": 3,
+        "held_rate": 0.4,
+        "rerun_flip_rate": round(5 / 6, 4),
+    }
+    assert summarize([])["validation"]["held_rate"] is None
+
+
 def test_tiny_benchmark_on_the_reference_agent() -> None:
     env = reference_sweep_environment(generate_world(6, seed=0), store=InMemorySpanStore(), seed=0)
     try:
@@ -115,6 +134,17 @@ def test_tiny_benchmark_with_a_sampling_agent_records_its_temperature(
     [model] = models
     assert model is not None and model.temperature == 0.5  # the agent itself samples
     assert results["n_failed"] == results["natural"]["n_failed"] + results["injected"]["n_failed"]
+    runs, validation = results["runs"], results["validation"]
+    for r in runs:
+        kept = r["status"] == "repaired"
+        assert (
+            (r["validation_runs"] == 3 and 2 <= r["validation_flips"] <= 3)
+            if kept
+            else r["validation_runs"] is None
+        )
+        assert r["status"] != "unvalidated" or r["rejected"] > 0
+    assert validation["rejected"] == sum(r["rejected"] for r in runs)
+    assert validation["revalidated"] == results["n_repaired"] + validation["rejected"]
 
 
 def _scripted_models(monkeypatch: pytest.MonkeyPatch, replies: dict[str, list[str]]) -> dict[str, Any]:
