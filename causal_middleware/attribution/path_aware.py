@@ -43,7 +43,12 @@ AgenticRAG-FP's future work, built. Four stages:
    known, the corpus itself may state the wrong fact (every re-retrieval reads it again), so the
    hops whose reading is not their gold answer are repaired instead, earliest first (an attempt
    the agent retried, and a hop nothing later used, are left out): the hop's fact is set to its
-   gold answer (:meth:`ProbeRunner.probe_reading`); the first that restores is the diagnosis.
+   gold answer (:meth:`ProbeRunner.probe_reading`); the first that restores is the diagnosis,
+   unless an earlier hop's reading repair, though its fork stayed wrong, set the chain right after
+   it (a later gold hop read right, or searched for its right entity where the run searched for a
+   wrong one): the error that kept that fork wrong arose in the fork, and the later hop's repair
+   restored the answer only by bypassing the entity the earlier hop produced, so the earlier hop is
+   the diagnosis.
 
 Without a live agent the diagnoser still runs (stages 1-2) and says so (``details.probed=False``).
 It never reads run labels or lineage (the base class blinds the run). ``uses_gold`` is set only
@@ -174,6 +179,28 @@ def _cured_downstream(
         return []
     before, after = _gold_read(views, question), _gold_read(hop_views(fork), question)
     return sorted(g for g in after - before if g > gold.index)
+
+
+def _searched_right_downstream(
+    views: list[HopView], fork: Trajectory, question: Question, repaired: HopView
+) -> list[int]:
+    """Gold hops after ``repaired``'s that the run searched for a wrong entity (no attempt named
+    the hop's subject) and the reading repair's fork searched for the right one: the repair set
+    the chain's next search right, even if the fork then misread what it found."""
+    gold = gold_reading(repaired, question)
+    if gold is None:
+        return []
+
+    def searched(hop_views_: list[HopView]) -> dict[int, bool]:
+        out: dict[int, bool] = {}
+        for v in hop_views_:
+            g = gold_reading(v, question)
+            if g is not None and g.index > gold.index:
+                out[g.index] = out.get(g.index, False) or not _searched_a_wrong_entity(v, g, question)
+        return out
+
+    before, after = searched(views), searched(hop_views(fork))
+    return sorted(g for g, right in after.items() if right and before.get(g) is False)
 
 
 def _searched_a_wrong_entity(view: HopView, gold: HopGold | None, question: Question) -> bool:
@@ -443,7 +470,7 @@ class PathAwareDiagnoser(Diagnoser):
         wrong = [v for v in wrong if v.index in used] or wrong
         if only is not None:
             wrong = [v for v in wrong if v.index in only]
-        cured: tuple[int, list[int]] | None = None
+        cured: tuple[int, str] | None = None
         for view in wrong[: self.max_reading_probes]:
             mode: ProbeMode = "frozen" if view.index == last_hop else "regenerate"
             try:
@@ -461,11 +488,11 @@ class PathAwareDiagnoser(Diagnoser):
                 if cured is not None:
                     # an earlier repair set the chain right past its hop; the later error that
                     # kept that fork wrong arose in the fork itself, so the earlier hop is the root
-                    hop, fixed = cured
+                    hop, what = cured
                     reasons.insert(
                         0,
-                        f"setting hop {hop}'s reading right made the gold hops {fixed} read right too; "
-                        "the fork then failed on a later error of its own",
+                        f"setting hop {hop}'s reading right made {what}; the fork then failed on a "
+                        "later error of its own",
                     )
                 earlier = [v.index for v in views if v.index < hop]
                 if earlier:
@@ -480,9 +507,15 @@ class PathAwareDiagnoser(Diagnoser):
                     reasons=reasons,
                 )
             if cured is None and record.restored is False and record.fork_run_id in runner.forks:
-                fixed = _cured_downstream(views, runner.forks[record.fork_run_id], question, view)
+                fork = runner.forks[record.fork_run_id]
+                fixed = _cured_downstream(views, fork, question, view)
+                searched = _searched_right_downstream(views, fork, question, view)
                 if fixed:
-                    cured = (view.index, fixed)
+                    cured = (view.index, f"the gold hops {fixed} read right too")
+                elif searched:
+                    # the run's later hop searched for the wrong entity, so its own reading repair
+                    # restores the answer only by bypassing the entity this hop produced
+                    cured = (view.index, f"the gold hops {searched} search for their right entity")
         return None
 
     @staticmethod

@@ -392,3 +392,49 @@ def test_a_hop_aligned_to_another_gold_hop_is_not_a_retry_of_its_source() -> Non
     runner = _ReadingRunner(question, question.text, restores=0)
     PathAwareDiagnoser()._probe_readings(runner, views, 4, set(), {})
     assert 1 not in runner.asked
+
+
+@pytest.mark.parametrize(
+    ("fork_hop_2", "expected"),
+    [
+        # the fork's hop 2 searched for hop 1's repaired entity (and misread what it found): the
+        # repair set the chain right, so hop 1 is the root and hop 2's repair only bypassed it
+        ("Where is Toudruv Institute headquartered?", 1),
+        # the fork's hop 2 still searched for another entity: hop 1's repair did not carry
+        ("Where is Quintar Holdings headquartered?", 2),
+    ],
+)
+def test_an_earlier_reading_repair_that_set_the_next_search_right_is_the_root(
+    monkeypatch: pytest.MonkeyPatch, fork_hop_2: str, expected: int
+) -> None:
+    """A fault at hop 1 made it read a wrong organisation, so hop 2 searched for that one. Setting
+    hop 1's reading right does not restore the answer (the small reader then misreads hop 2 on
+    clean evidence), setting hop 2's does: a hop-2 verdict would blame a hop that only ever
+    searched for what hop 1 handed it."""
+    import causal_middleware.attribution.path_aware as path_aware
+    from causal_middleware.attribution.hops import HopView
+
+    question, _, _ = _mayor_chain()
+    question = question.model_copy(update={"hops": question.hops[:2], "answer": "Saishorshaim"})
+    views = [
+        HopView(index=1, sub_query="Which organisation does Rona Konani work for?", fact="Quintar Holdings"),
+        HopView(index=2, sub_query="Where is Quintar Holdings headquartered?", fact="Lostra"),
+    ]
+    fork_views = [
+        HopView(index=1, sub_query=views[0].sub_query, fact="Toudruv Institute"),
+        HopView(index=2, sub_query=fork_hop_2, fact="Kalemba"),
+    ]
+    fork = object()
+    real = path_aware.hop_views
+    monkeypatch.setattr(path_aware, "hop_views", lambda t: fork_views if t is fork else real(t))
+
+    runner = _ReadingRunner(question, question.text, restores=2)
+    runner.forks = {"f1": fork}
+    asked = runner.probe_reading
+    runner.probe_reading = lambda hop, mode: (  # type: ignore[method-assign]
+        asked(hop, mode).model_copy(update={"fork_run_id": "f1"}) if hop == 1 else asked(hop, mode)
+    )
+    found = path_aware.PathAwareDiagnoser()._probe_readings(runner, views, 2, set(), {})
+    assert runner.asked == [1, 2]
+    assert found is not None and found.hop == expected
+    assert ("search for their right entity" in found.reasons[0]) == (expected == 1)
