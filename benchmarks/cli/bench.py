@@ -481,6 +481,7 @@ def run_repair(p: dict[str, Any]) -> dict[str, Any]:
     from benchmarks.world.generator import generate_world
     from causal_middleware.repair.service import RepairConfig
     from causal_middleware.store.memory import InMemorySpanStore
+    from causal_middleware.store.sqlite import SqliteSpanStore
 
     seed = p.get("seed", 0)
     temperature = p.get("temperature", 0.0)
@@ -493,6 +494,7 @@ def run_repair(p: dict[str, Any]) -> dict[str, Any]:
         or plan != "model"
         or proposer_spec != "offline"
         or validator_spec
+        or p.get("store")
     )
     # the remote path runs the sweep and the repairs in two workers (ReferenceEnvSpec below)
     executor_name = resolve_executor(
@@ -503,11 +505,14 @@ def run_repair(p: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"--executor {executor_name} runs the offline model at --temperature 0 only")
     if executor_name != "local" and (proposer_spec != "offline" or validator_spec):
         raise ValueError(f"--executor {executor_name} repairs with the offline proposer and no --validator")
+    if executor_name != "local" and p.get("store"):
+        raise ValueError(f"--store keeps the runs of --executor local only, not {executor_name}'s workers")
     proposer, validator = repair_models(proposer_spec, validator_spec, seed=seed)
     model = agent_model(model_spec, seed=seed, temperature=temperature)
+    store = SqliteSpanStore(p["store"]) if p.get("store") else InMemorySpanStore()
     env = reference_sweep_environment(
         generate_world(p.get("n", 100), seed=seed),
-        store=InMemorySpanStore(),
+        store=store,
         seed=seed,
         model=model
         if model is not None
@@ -539,7 +544,9 @@ def run_repair(p: dict[str, Any]) -> dict[str, Any]:
     finally:
         close_executor(executor)
         env.close()
+        store.close()
     results["config"]["temperature"] = temperature
+    results["config"]["store"] = p.get("store")
     results["config"]["executor"] = executor_name
     results["config"]["executor_requested"] = requested
     results["config"]["model"] = model_spec

@@ -75,6 +75,13 @@ def register_bench(bench_subparsers: Any) -> None:
         help="a chat model (as --model) for CausalFlow's proposer / critic / meta-critic validation of "
         "each re-validated repair (default: none, re-execution only)",
     )
+    p.add_argument(
+        "--store",
+        metavar="PATH",
+        help="a new SQLite span store to keep every run the benchmark makes (base runs, probes, "
+        "re-runs, repairs) for reading afterwards (`causal-mw runs list --store PATH`); local executor "
+        "only, no resume (default: in memory)",
+    )
     add_executor_args(p, default="auto")
     add_json_arg(p)
     p.set_defaults(func=_bench)
@@ -91,6 +98,10 @@ def _bench(args: argparse.Namespace) -> int:
         raise ValueError(f"--n must be at least 1, got {args.n}")
     if not 0.0 <= args.temperature <= 1.0:
         raise ValueError(f"--temperature must be in [0, 1], got {args.temperature}")
+    if args.store and Path(args.store).exists():
+        raise ValueError(
+            f"--store {args.store} already exists: bench repair does not resume; name a new file"
+        )
     check_executor_args(args)
     started = time.perf_counter()
 
@@ -114,6 +125,7 @@ def _bench(args: argparse.Namespace) -> int:
             "validator": args.validator,
             "executor": args.executor,
             "address": args.address,
+            "store": args.store,
             "progress": None if args.json else say,
         }
     )

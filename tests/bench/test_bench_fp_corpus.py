@@ -93,12 +93,33 @@ def test_agent_model_options_are_checked(capsys: pytest.CaptureFixture[str]) -> 
     assert "offline model" in capsys.readouterr().err
 
 
-def test_bench_repair_takes_the_agent_model_options(tmp_path: Path) -> None:
-    out = tmp_path / "repair.json"
+def test_bench_repair_takes_the_agent_model_options(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out, store = tmp_path / "repair.json", tmp_path / "runs.db"
     argv = ["bench", "repair", "--n", "6", "--inject-questions", "0", "--plan", "gold", "--out", str(out)]
-    assert main(argv) == 0
-    config = json.loads(out.read_text())["config"]
+    assert main([*argv, "--store", str(store)]) == 0
+    results = json.loads(out.read_text())
+    config = results["config"]
     assert (config["model"], config["plan"], config["mode"]) == ("offline", "gold", "offline_gold_plan")
+    assert config["store"] == str(store) and config["executor"] == "local"
+    # the store keeps every run: the base runs and each failed run's probes, re-runs and repair
+    from causal_middleware.store.sqlite import SqliteSpanStore
+
+    with SqliteSpanStore(store, create=False, read_only=True) as kept:
+        runs = kept.list_runs(limit=None)
+        base = [r for r in runs if r.parent_run_id is None]
+        assert len(base) == 6
+        failed = {r["run_id"] for r in results["runs"]}
+        assert failed <= {r.run_id for r in base}
+        if any(r["reexecutions"] for r in results["runs"]):
+            assert {r.parent_run_id for r in runs if r.parent_run_id} & failed
+    before = store.stat().st_size
+    assert main([*argv, "--store", str(store)]) == 2  # no resume: a kept store is never written to
+    assert "already exists" in capsys.readouterr().err and store.stat().st_size == before
+    remote = ["bench", "repair", "--n", "6", "--out", str(out), "--executor", "process"]
+    assert main([*remote, "--store", str(tmp_path / "other.db")]) == 2
+    assert "--executor local only" in capsys.readouterr().err and not (tmp_path / "other.db").exists()
 
 
 def test_a_sampled_agent_model_draws_a_fresh_seed_per_call(
