@@ -529,9 +529,10 @@ class PathAwareDiagnoser(Diagnoser):
         details: dict[str, Any],
     ) -> Suspect:
         """The hop to blame once repairing ``confirmed`` restored the answer: that hop, unless its
-        repair had to replace the entity it searched for. Then the hop that produced the entity was
-        wrong (its own repair, when tried, was uninformative and cleared nothing), and the blame
-        moves to it, on up the chain while the same holds."""
+        repair had to replace the entity it searched for (its recorded query names neither its gold
+        subject nor an alias of it). Then the hop that produced the entity was wrong (its own
+        repair, when tried, was uninformative and cleared nothing), and the blame moves to it, on
+        up the chain while the same holds."""
         question = runner.context.question
         if record.sub_query_source != "gold" or question is None:
             return confirmed
@@ -547,6 +548,16 @@ class PathAwareDiagnoser(Diagnoser):
                 break
             if set(link.terms) <= repaired:
                 break  # the repair kept the entity: the hop that produced it was right
+            gold = gold_reading(by_index[hop], question)
+            if (
+                gold is not None
+                and gold.index >= 2
+                and not _searched_a_wrong_entity(by_index[hop], gold, question)
+            ):
+                # the hop's own query already named its gold subject, amid more words than the
+                # repair's (a reader that answers in sentences hands the next hop a whole sentence):
+                # the repair dropped words, not a wrong entity, so the hop that produced it was right
+                break
             moved.append(source)
             hop = source
             try:

@@ -438,3 +438,61 @@ def test_an_earlier_reading_repair_that_set_the_next_search_right_is_the_root(
     assert runner.asked == [1, 2]
     assert found is not None and found.hop == expected
     assert ("search for their right entity" in found.reasons[0]) == (expected == 1)
+
+
+@pytest.mark.parametrize(
+    ("hop_1_fact", "expected"),
+    [
+        # a reader that answers in sentences hands hop 2 the right entity amid more words: the
+        # gold sub-question keeps the entity and drops the words, so hop 2 stays blamed
+        ("Stevleshi Songs was written by Jevo Kajanou.", 2),
+        # hop 1 read another person: the repair replaced the entity hop 2 searched for
+        ("Stevleshi Songs was written by Mara Voss.", 1),
+    ],
+)
+def test_a_repair_that_only_dropped_words_around_the_right_entity_does_not_move_the_blame(
+    hop_1_fact: str, expected: int
+) -> None:
+    from types import SimpleNamespace
+
+    from causal_middleware.attribution.base import ProbeRecord
+    from causal_middleware.attribution.hops import HopView
+    from causal_middleware.attribution.path_aware import PathAwareDiagnoser, Suspect
+    from causal_middleware.attribution.provenance import bridge_links
+    from causal_middleware.tasks.model import HopGold, Question
+
+    question = Question(
+        id="q",
+        text="Where was the creator of Stevleshi Songs born?",
+        answer="Shothosgi",
+        hops=[
+            HopGold(index=1, question="Who created Stevleshi Songs?", answer="Jevo Kajanou"),
+            HopGold(index=2, question="Where was #1 born?", answer="Shothosgi"),
+        ],
+    )
+    views = [
+        HopView(index=1, sub_query="Who created Stevleshi Songs?", fact=hop_1_fact),
+        HopView(index=2, sub_query=f"Where was {hop_1_fact} born?", fact="Magire"),
+    ]
+    record = ProbeRecord(
+        hop=2,
+        mode="frozen",
+        target="evidence",
+        sub_query="Where was Jevo Kajanou born?",
+        sub_query_source="gold",
+        restored=True,
+    )
+    confirmed = Suspect(hop=2, strength=2.0, path="evidence", reasons=["hop 2's evidence"])
+    runner = SimpleNamespace(context=SimpleNamespace(question=question))
+    details: dict = {}
+    blamed = PathAwareDiagnoser._entity_source(
+        confirmed,
+        record,
+        bridge_links(views, question.text),
+        views,
+        runner,
+        set(),
+        details,  # type: ignore[arg-type]
+    )
+    assert blamed.hop == expected
+    assert ("upstream_of" in details) == (expected == 1)
