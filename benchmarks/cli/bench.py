@@ -12,6 +12,7 @@ This module is a composition root: it builds the live reference agent from
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import json
@@ -509,24 +510,23 @@ def run_repair(p: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"--store keeps the runs of --executor local only, not {executor_name}'s workers")
     proposer, validator = repair_models(proposer_spec, validator_spec, seed=seed)
     model = agent_model(model_spec, seed=seed, temperature=temperature)
-    store = SqliteSpanStore(p["store"]) if p.get("store") else InMemorySpanStore()
-    env = reference_sweep_environment(
-        generate_world(p.get("n", 100), seed=seed),
-        store=store,
-        seed=seed,
-        model=model
-        if model is not None
-        else (OfflineChatModel(seed=seed, temperature=temperature) if temperature else None),
-        gold_plan=plan == "gold",
-    )
     # generate_world(n, seed) is load_dataset("world", n, seed) without a hop mix
     spec = ReferenceEnvSpec(dataset="world", n=p.get("n", 100), seed=seed, workers=4)
-    try:
+    with contextlib.ExitStack() as closing:  # closed in reverse: executor, environment, store
+        store = SqliteSpanStore(p["store"]) if p.get("store") else InMemorySpanStore()
+        closing.callback(store.close)
+        env = reference_sweep_environment(
+            generate_world(p.get("n", 100), seed=seed),
+            store=store,
+            seed=seed,
+            model=model
+            if model is not None
+            else (OfflineChatModel(seed=seed, temperature=temperature) if temperature else None),
+            gold_plan=plan == "gold",
+        )
+        closing.callback(env.close)
         executor = make_executor(executor_name, address=p.get("address"))
-    except BaseException:
-        env.close()
-        raise
-    try:
+        closing.callback(close_executor, executor)
         results = run_repair_bench(
             env,
             inject_questions=p.get("inject_questions", 20),
@@ -541,10 +541,6 @@ def run_repair(p: dict[str, Any]) -> dict[str, Any]:
             proposer=proposer,
             llm_validator=validator,
         )
-    finally:
-        close_executor(executor)
-        env.close()
-        store.close()
     results["config"]["temperature"] = temperature
     results["config"]["store"] = p.get("store")
     results["config"]["executor"] = executor_name
