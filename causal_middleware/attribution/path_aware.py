@@ -50,6 +50,11 @@ AgenticRAG-FP's future work, built. Four stages:
    restored the answer only by bypassing the entity the earlier hop produced, so the earlier hop is
    the diagnosis.
 
+   When no probe confirmed a suspect either way and the gold decomposition is known, the (still
+   uncertain) diagnosis is the earliest hop the chain used whose reading is not its gold answer,
+   where the run first left the gold path; a failed step or evidence the audit found foreign keeps
+   the strongest passive suspect instead.
+
 Without a live agent the diagnoser still runs (stages 1-2) and says so (``details.probed=False``).
 It never reads run labels or lineage (the base class blinds the run). ``uses_gold`` is set only
 when a probe's repair used the gold decomposition (as every probe diagnoser's repair does when the
@@ -210,6 +215,41 @@ def _searched_a_wrong_entity(view: HopView, gold: HopGold | None, question: Ques
         return False
     subject = next((h for h in question.hops if h.index == gold.index - 1), None)
     return subject is not None and not contains_answer(view.sub_query, subject.answer, subject.aliases)
+
+
+def _misread_hops(
+    views: list[HopView], question: Question, trajectory: Trajectory, last_hop: int
+) -> list[HopView]:
+    """The hops whose reading is not their gold hop answer, in run order: each gold hop's last attempt
+    (or an attempt that misled its retry), among the hops whose output the chain used (when any is)."""
+    golds = {v.index: gold_reading(v, question) for v in views}
+    links = bridge_links(views, question_text(trajectory))
+    # an attempt the agent retried (a later hop works on the same gold hop) is superseded by
+    # its retry: what the chain went on with is the retry's reading; unless the retry searched
+    # for a wrong entity that attempt produced (a false alias in its note), which carries the
+    # attempt's error into the retry
+    last_attempt = {g.index: v.index for v in views if (g := golds[v.index]) is not None}
+    misled = {
+        link.source
+        for v in views
+        if (link := links.get(v.index)) is not None
+        and link.source is not None
+        and (gold := golds[v.index]) is not None
+        and golds.get(link.source) == gold  # a retry of the hop it took its entity from
+        and _searched_a_wrong_entity(v, gold, question)
+    }
+    wrong = [
+        v
+        for v in views
+        if (gold := golds[v.index]) is not None
+        and (last_attempt[gold.index] == v.index or v.index in misled)
+        and not reads_gold(v, gold)
+    ]
+    # a hop whose output no later hop used (a dead end the agent re-queried around) cannot have
+    # carried the wrong answer; only the last hop feeds the answer directly
+    used = {link.source for link in links.values()} | {last_hop}
+    wrong = [v for v in wrong if v.index in used] or wrong
+    return wrong
 
 
 class PathAwareDiagnoser(Diagnoser):
@@ -441,33 +481,7 @@ class PathAwareDiagnoser(Diagnoser):
         question = runner.context.question
         if question is None or not question.hops or runner.context.adapter is None:
             return None
-        golds = {v.index: gold_reading(v, question) for v in views}
-        links = bridge_links(views, question_text(runner.trajectory))
-        # an attempt the agent retried (a later hop works on the same gold hop) is superseded by
-        # its retry: what the chain went on with is the retry's reading; unless the retry searched
-        # for a wrong entity that attempt produced (a false alias in its note), which carries the
-        # attempt's error into the retry
-        last_attempt = {g.index: v.index for v in views if (g := golds[v.index]) is not None}
-        misled = {
-            link.source
-            for v in views
-            if (link := links.get(v.index)) is not None
-            and link.source is not None
-            and (gold := golds[v.index]) is not None
-            and golds.get(link.source) == gold  # a retry of the hop it took its entity from
-            and _searched_a_wrong_entity(v, gold, question)
-        }
-        wrong = [
-            v
-            for v in views
-            if (gold := golds[v.index]) is not None
-            and (last_attempt[gold.index] == v.index or v.index in misled)
-            and not reads_gold(v, gold)
-        ]
-        # a hop whose output no later hop used (a dead end the agent re-queried around) cannot have
-        # carried the wrong answer; only the last hop feeds the answer directly
-        used = {link.source for link in links.values()} | {last_hop}
-        wrong = [v for v in wrong if v.index in used] or wrong
+        wrong = _misread_hops(views, question, runner.trajectory, last_hop)
         if only is not None:
             wrong = [v for v in wrong if v.index in only]
         cured: tuple[int, str] | None = None
@@ -517,6 +531,43 @@ class PathAwareDiagnoser(Diagnoser):
                     # restores the answer only by bypassing the entity this hop produced
                     cured = (view.index, f"the gold hops {searched} search for their right entity")
         return None
+
+    @staticmethod
+    def _first_misread(
+        runner: ProbeRunner, views: list[HopView], last_hop: int, passive: Suspect | None
+    ) -> Suspect | None:
+        """When no probe confirmed a suspect and the gold decomposition is known: the earliest hop
+        the chain used whose reading is not its gold answer, where the run first left the gold path
+        (every hop before it read right, so none of them can have sent it astray). A failed step or
+        evidence the audit found foreign is a stronger sign than that and keeps the passive choice.
+
+        With a small model the probes often cannot confirm even the right hop: handed its gold
+        fact, the answer step still restates the question's subject, so every repair stays wrong;
+        the passive suspect then rests on where the answer's words entered the run, and an answer
+        in a sentence carries the bridge entity's words back to the hop that found it."""
+        question = runner.context.question
+        if question is None or not question.hops:
+            return None
+        if passive is not None and passive.strength >= STRENGTH_AUDIT:
+            return None
+        wrong = _misread_hops(views, question, runner.trajectory, last_hop)
+        if not wrong:
+            return None
+        view = wrong[0]
+        if passive is not None and passive.hop == view.index:
+            return passive
+        gold = gold_reading(view, question)
+        reasons = [
+            f"no probe confirmed a suspect; hop {view.index} is the earliest hop the chain used whose "
+            f"reading {view.fact.strip()[:80]!r} is not its gold answer"
+            + (f" {gold.answer!r}" if gold is not None else "")
+        ]
+        return Suspect(
+            hop=view.index,
+            strength=passive.strength if passive is not None else STRENGTH_ALTERNATIVE,
+            path="bridge" if view.index != last_hop else "reading",
+            reasons=reasons,
+        )
 
     @staticmethod
     def _entity_source(
@@ -659,6 +710,11 @@ class PathAwareDiagnoser(Diagnoser):
         if confirmed is not None:
             scores[f"hop:{confirmed.hop}"] = 1.0
         chosen = confirmed or (ranked[0] if ranked else None)
+        if confirmed is None and runner is not None:
+            misread = self._first_misread(runner, views, last_hop, chosen)
+            if misread is not None:
+                chosen, used_gold = misread, True
+                details["first_misread"] = misread.hop
         if chosen is None:
             why = "no hop shows a fault signal"
             if probes:

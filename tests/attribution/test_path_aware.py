@@ -496,3 +496,56 @@ def test_a_repair_that_only_dropped_words_around_the_right_entity_does_not_move_
     )
     assert blamed.hop == expected
     assert ("upstream_of" in details) == (expected == 1)
+
+
+@pytest.mark.parametrize(
+    ("hop_1_fact", "hop_2_fact", "passive_strength", "expected"),
+    [
+        # hop 1 read right (in a sentence the answer repeats), hop 2 read a wrong year: the run
+        # left the gold path at hop 2, whatever the answer's words say about hop 1
+        ("Grohelko Publishing", "Grohelko Publishing was founded in 1959.", 2.0, 2),
+        # hop 1 read a wrong country, and hop 2 searched for it: hop 1 is where the run left the path
+        ("Port Vaifu is located in Kasnekia.", "Grekrobrin", 2.0, 1),
+        # every hop read right: nothing to go on but the passive signal
+        ("Grohelko Publishing", "Grohelko Publishing was founded in 1949.", 2.0, None),
+        # evidence the audit found foreign outranks a reading that left the gold path
+        ("Grohelko Publishing", "Grohelko Publishing was founded in 1959.", 3.0, None),
+    ],
+)
+def test_an_unconfirmed_diagnosis_names_where_the_run_first_left_the_gold_path(
+    hop_1_fact: str, hop_2_fact: str, passive_strength: float, expected: int | None
+) -> None:
+    from types import SimpleNamespace
+
+    from causal_middleware.attribution.hops import HopView
+    from causal_middleware.attribution.path_aware import PathAwareDiagnoser, Suspect
+    from causal_middleware.tasks.model import HopGold, Question
+
+    question = Question(
+        id="q",
+        text="When was the publisher of Zenpe Letters founded?",
+        answer="1949",
+        hops=[
+            HopGold(index=1, question="Who published Zenpe Letters?", answer="Grohelko Publishing"),
+            HopGold(index=2, question="When was #1 founded?", answer="1949"),
+        ],
+    )
+    views = [
+        HopView(index=1, sub_query="Who published Zenpe Letters?", fact=hop_1_fact),
+        HopView(index=2, sub_query=f"When was {hop_1_fact} founded?", fact=hop_2_fact),
+    ]
+    runner = SimpleNamespace(
+        context=SimpleNamespace(question=question), trajectory=SimpleNamespace(input=question.text)
+    )
+    passive = Suspect(
+        hop=1, strength=passive_strength, path="bridge", reasons=["the answer's terms entered at hop 1"]
+    )
+    found = PathAwareDiagnoser._first_misread(runner, views, 2, passive)  # type: ignore[arg-type]
+    if expected is None:
+        assert found is None
+    else:
+        assert found is not None and found.hop == expected
+        assert found is passive if expected == 1 else "not its gold answer" in found.reasons[0]
+    # without the gold decomposition there is no gold path to leave
+    bare = SimpleNamespace(context=SimpleNamespace(question=question.model_copy(update={"hops": []})))
+    assert PathAwareDiagnoser._first_misread(bare, views, 2, passive) is None  # type: ignore[arg-type]
