@@ -77,8 +77,9 @@ class OfflineProposer:
       same relation; the lowest-ranked passage replaced by the next re-retrieved hit for the hop's
       sub-query; a fresh top-k re-retrieval (re-retrieval needs ``index``);
     * **fact**: other candidate facts present in the hop's evidence (:func:`fact_candidates`):
-      a near-namesake of the recorded fact first, then names and numbers of the sentences that
-      share the most words with the sub-query.
+      a value the recorded fact states amid other words first (a reader that copied the whole
+      sentence; the next hop's search gets the value alone), then a near-namesake of the recorded
+      fact, then names and numbers of the sentences that share the most words with the sub-query.
 
     Proposals equal to the recorded output are dropped; the first ``k`` distinct ones are returned.
     """
@@ -284,7 +285,10 @@ class OfflineProposer:
             if later.fact != current:
                 yield later.fact, f"fact {later.fact!r}, which hop {later.hop} found for a similar sub-query"
         for name in fact_candidates(hop.documents, hop.sub_query or "", current):
-            yield name, f"fact {name!r} read from the evidence instead of {current or 'nothing'!r}"
+            if current and name in current:
+                yield name, f"fact {name!r}, the value the recorded fact {current!r} states, without the rest"
+            else:
+                yield name, f"fact {name!r} read from the evidence instead of {current or 'nothing'!r}"
 
 
 class LaterFinding(BaseModel):

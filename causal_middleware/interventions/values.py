@@ -50,17 +50,22 @@ def fact_candidates(documents: list[Document], sub_query: str, current: str = ""
 
     Candidates are the names and numbers of every sentence: multi-word capitalised spans,
     single capitalised words not opening a sentence (or that are a passage title), and numbers.
-    Names in the sub-query (its subject) and the recorded fact are left out. Order: a
-    near-namesake of the recorded fact first (a one-letter slip is the likeliest misreading), then
-    values of the kind the sub-query asks for (numbers for "how many", "when", "what year", ...,
-    names otherwise), then by how many words of the sub-query the sentence shares, then evidence
-    order.
+    Names in the sub-query (its subject) and the recorded fact are left out. Order: a value the
+    recorded fact itself states amid other words first (a reader that copied the whole answering
+    sentence, "X was born in Y.", where one value was asked for: the value alone is its own
+    reading, which a later hop's search can use), then a near-namesake of the recorded fact (a
+    one-letter slip is the likeliest misreading), then values of the kind the sub-query asks for
+    (numbers for "how many", "when", "what year", ..., names otherwise), then by how many words of
+    the sub-query the sentence shares, then evidence order.
     """
     query_words = content_words(sub_query)
     query_names = {n.lower() for n in entities(sub_query)}
     titles = {str(d.metadata.get("title", "")).strip() for d in documents} - {""}
     wants_number = bool(_NUMERIC_QUESTION.search(sub_query))
-    ranked: dict[str, tuple[int, int, int, int]] = {}
+    stated = {span for sentence in _SENTENCE.split(current) for span in _sentence_spans(sentence, titles)} - {
+        current.strip()
+    }
+    ranked: dict[str, tuple[int, int, int, int, int]] = {}
     order = 0
     for doc in documents:
         for sentence in _SENTENCE.split(doc.text):
@@ -72,7 +77,8 @@ def fact_candidates(documents: list[Document], sub_query: str, current: str = ""
                     continue
                 near = int(bool(current) and similarity(span, current) >= 0.75)
                 fits = int(bool(_NUMBER.fullmatch(span)) == wants_number)
-                ranked[span] = (-near, -fits, -overlap, order)
+                own = int(span in stated)
+                ranked[span] = (-own, -near, -fits, -overlap, order)
                 order += 1
     return sorted(ranked, key=lambda span: ranked[span])
 

@@ -193,3 +193,21 @@ def test_crs_accounts_llm_calls_and_tokens(sloppy_world: World) -> None:
     assert [(s.node, s.hop) for s in result.flagged] == [("read", 1)]
     assert result.cost.llm_calls == 3 == len(model.calls)
     assert result.cost.total_tokens > 0
+
+
+def test_a_fact_copied_as_a_whole_sentence_is_first_cut_down_to_the_value_it_states() -> None:
+    """A small reader copies the answering sentence ("X was born in Y.") where one value was asked
+    for; the next hop's search then gets the whole sentence. The value the recorded fact itself
+    states comes first, ahead of the evidence's other names (which the overlap ranking put first)."""
+    docs = [
+        Document(id="a", text="Thaisra Nofi, also known as Gevo, is a physician at Kebrou University."),
+        Document(id="b", text="The mayor of Bronos is Thaisra Nofi. Noti Drafe grew up in Vaigres."),
+    ]
+    query = "Where was Thaisra Nofi born?"
+    plain = fact_candidates(docs, query)
+    assert plain[0] != "Vaigres" and "Vaigres" in plain
+    copied = fact_candidates(docs, query, "Thaisra Nofi was born in Vaigres.")
+    assert copied[0] == "Vaigres" and sorted(copied) == sorted(plain)
+    assert "Thaisra Nofi" not in copied  # the sub-query's own subject is never a candidate
+    # a recorded value that is one name states nothing else: the plain order, less that value
+    assert fact_candidates(docs, query, "Gevo") == [c for c in plain if c != "Gevo"]
