@@ -38,6 +38,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from langchain_core.language_models import BaseChatModel
 
+from benchmarks.suites.anatomy import failure_anatomy, stored_base_failures
 from benchmarks.suites.fp_report import FPUnit, build_results, plot_accuracy, render_markdown
 from causal_middleware.attribution.base import Diagnoser, Diagnosis, DiagnosisContext, blind
 from causal_middleware.attribution.registry import available, get_diagnoser
@@ -358,6 +359,11 @@ def run_fp_bench(
         diagnoses, reused = _diagnose_failed(
             env, store, units, specs, chat_model, judge_name, rediagnose, progress
         )
+        anatomy = failure_anatomy(
+            stored_base_failures(
+                store, dataset.questions, dataset=dataset.name, retriever=env.retriever, seed=seed
+            )
+        )
         natural_results = None
         if natural:
             from benchmarks.suites.natural import natural_failures, score_natural
@@ -401,6 +407,8 @@ def run_fp_bench(
         "accuracy": round(sweep.base_correct / sweep.questions, 4) if sweep.questions else None,
         # base runs that failed with no fault: the agent's own (natural) failures, never faulted
         "natural_failures": sweep.questions - sweep.base_correct,
+        # where those failures left the gold path (benchmarks.suites.anatomy; passive, no re-run)
+        "anatomy": anatomy,
     }
     results["timing"] = {
         "total_s": round(elapsed, 2),
