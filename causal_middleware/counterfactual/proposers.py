@@ -306,27 +306,46 @@ def later_findings(trajectory: Trajectory, hop_index: int) -> list[LaterFinding]
     evidence of what would have worked earlier. Nearest hop first."""
     query = trajectory.hop(hop_index).sub_query or ""
     relation = _relation_words(query)
+    facts = {h.index: _hop_fact(trajectory, h.index) for h in trajectory.hops}
     found: list[LaterFinding] = []
     for hop in trajectory.hops:
         if hop.index <= hop_index or not hop.sub_query or hop.sub_query == query:
             continue
-        if not relation & _relation_words(hop.sub_query):
+        # a later sub-query that has an earlier hop's whole reading filled in (a reader that copied
+        # a sentence, handed on as the bridge) shares that reading's words, not the question's
+        embedded = {
+            w
+            for i, f in facts.items()
+            if hop_index <= i < hop.index and f and (line := _first_line(f)) and line in hop.sub_query
+            for w in content_words(line)
+        }
+        if not relation & (_relation_words(hop.sub_query) - embedded):
             continue
-        fact = next(
-            (
-                f
-                for s in trajectory.steps
-                if isinstance(s, NodeStep)
-                and s.hop == hop.index
-                and isinstance(f := _find_key(s.output, "fact"), str)
-            ),
-            None,
-        )
+        fact = facts.get(hop.index)
         if fact and fact.strip().upper() not in ("NONE", "NOT FOUND", "UNKNOWN"):
             found.append(
                 LaterFinding(hop=hop.index, sub_query=hop.sub_query, fact=fact, documents=list(hop.documents))
             )
     return found
+
+
+def _hop_fact(trajectory: Trajectory, hop_index: int) -> str | None:
+    """The first ``fact`` a node step of the hop recorded."""
+    return next(
+        (
+            f
+            for s in trajectory.steps
+            if isinstance(s, NodeStep)
+            and s.hop == hop_index
+            and isinstance(f := _find_key(s.output, "fact"), str)
+        ),
+        None,
+    )
+
+
+def _first_line(text: str) -> str:
+    """The first non-empty line, without a closing full stop."""
+    return next((line.strip().rstrip(".").strip() for line in text.splitlines() if line.strip()), "")
 
 
 def _relation_words(query: str) -> set[str]:

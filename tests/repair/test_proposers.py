@@ -211,3 +211,32 @@ def test_a_fact_copied_as_a_whole_sentence_is_first_cut_down_to_the_value_it_sta
     assert "Thaisra Nofi" not in copied  # the sub-query's own subject is never a candidate
     # a recorded value that is one name states nothing else: the plain order, less that value
     assert fact_candidates(docs, query, "Gevo") == [c for c in plain if c != "Gevo"]
+
+
+def _chain_run(fact_1: str, query_2: str) -> Trajectory:
+    """Two hops: hop 2's sub-query is the plan's, filled with ``query_2``."""
+    queries = {1: "Which organisation does Kraishai Rehu work for?", 2: query_2}
+    facts = {1: fact_1, 2: "Brasstekro"}
+    plan = [
+        (h, node, output)
+        for h in (1, 2)
+        for node, output in (("decide", {"sub_query": queries[h]}), ("read", {"fact": facts[h]}))
+    ]
+    steps: list[Any] = [
+        NodeStep(step_id=f"{n:016x}", node=node, hop=hop, langgraph_step=n, output=output)
+        for n, (hop, node, output) in enumerate(plan, start=1)
+    ]
+    hops = [Hop(index=h, sub_query=queries[h]) for h in (1, 2)]
+    return Trajectory(run_id="d" * 32, input="Where is Kraishai Rehu's employer?", steps=steps, hops=hops)
+
+
+def test_a_later_hop_that_searched_with_this_hops_copied_sentence_is_not_a_reformulation() -> None:
+    """Hop 1 copied a sentence whose words overlap its own question ("work"); the plan filled that
+    sentence into hop 2's query. Hop 2 shares hop 1's words only through the sentence it was
+    handed, so its fact is no finding for hop 1's question."""
+    sentence = "Ranpudrak University is the best-known work of Kraishai Rehu."
+    handed = _chain_run(sentence, f"Where is {sentence} headquartered?")
+    assert later_findings(handed, 1) == []
+    # the same words asked on their own are a reformulation of hop 1's question, as before
+    asked = _chain_run(sentence, "Which organisation does Vire work for?")
+    assert [f.fact for f in later_findings(asked, 1)] == ["Brasstekro"]
