@@ -26,7 +26,8 @@ Results (``results["natural"]`` of ``bench fp --natural``): ``failures``, ``cert
 ``node``, ``tried``), and ``diagnosers.<spec>``: ``run``, ``n`` (every certified failure),
 ``correct``, ``acc``, ``ci`` (exact hop, the answer stage counting as hop n+1, as in the fault
 benchmark; a diagnosis that did not run counts as wrong, and a diagnoser that ran on none is
-``run: false``).
+``run: false``), ``named`` (per certified run id, the hop it named; the answer stage is n+1, None:
+it did not run).
 """
 
 from __future__ import annotations
@@ -180,6 +181,7 @@ def score_natural(
     diagnosers: dict[str, Any] = {}
     for spec in specs:
         flags: list[bool] = []
+        named: dict[str, int | None] = {}  # run id -> the hop the diagnoser named (None: did not run)
         ran = 0
         for base, question, label in certified:
             assert base is not None
@@ -193,12 +195,14 @@ def score_natural(
             diagnosis = diagnose(spec, blind(base), context)
             if not diagnosis.ran:
                 flags.append(False)
+                named[base.run_id] = None
                 continue
             ran += 1
             predicted = diagnosis.hop if diagnosis.hop is not None else label.n_hops + 1
             flags.append(predicted == label.hop)
+            named[base.run_id] = predicted
         if not ran:
-            diagnosers[spec] = {"run": False, "n": 0, "correct": 0, "acc": None, "ci": None}
+            diagnosers[spec] = {"run": False, "n": 0, "correct": 0, "acc": None, "ci": None, "named": named}
             continue
         ci = bootstrap_ci([float(f) for f in flags], B=B, seed=seed) if flags else None
         diagnosers[spec] = {
@@ -207,6 +211,7 @@ def score_natural(
             "correct": sum(flags),
             "acc": round(sum(flags) / len(flags), 4) if flags else None,
             "ci": [round(ci[0], 4), round(ci[1], 4)] if ci is not None else None,
+            "named": named,
         }
     return {
         "failures": len(failures) - len(errors),

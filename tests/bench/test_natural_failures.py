@@ -56,4 +56,8 @@ def test_every_diagnoser_is_scored_on_the_certified_failures_only(certified) -> 
     assert sum(results["by_cause"].values()) == results["certified"]
     rule = results["diagnosers"]["rule"]
     assert rule["n"] == results["certified"] and 0 <= rule["correct"] <= rule["n"]
+    labels = {lab.run_id: lab.hop for _, _, lab in failures if lab.hop is not None}
+    assert set(rule["named"]) == set(labels)  # one named hop per certified run, scored against it
+    assert sum(rule["named"][rid] == hop for rid, hop in labels.items()) == rule["correct"]
     assert results["diagnosers"]["llm_judge"]["n"] == 0  # no chat model: not run, not scored
+    assert set(results["diagnosers"]["llm_judge"]["named"].values()) <= {None}
