@@ -10,7 +10,9 @@ decomposition: the first hop, in run order, whose reading does not state its gol
   copies the whole answering sentence) and this hop's sub-query carries those words (the plan
   filled the sentence in as the bridge).
 
-A run whose every hop read its gold answer failed at the answer step (``answer``). The profile
+A run whose hops read every gold hop's answer failed at the answer step (``answer``); one that
+read right as far as it went but stopped before some gold hop is ``incomplete``. Hops are the
+run's, in run order, and a retried hop counts at its first attempt that read wrong. The profile
 says which repairs can work at all: a reading repair needs the gold in the evidence, a search
 repair needs the gold in the index, and a hop searched with a sentence needs the hop before it cut
 to its value first (``bench fp``'s ``base.anatomy``; docs/local-model.md).
@@ -45,22 +47,24 @@ def _value_line(fact: str) -> str:
 
 
 def left_gold_path(views: Sequence[HopView], question: Question) -> dict[str, object]:
-    """One failure's row: ``hop`` (None: every hop read its gold answer), ``gold_in_evidence``,
-    ``after_sentence``."""
+    """One failure's row: ``hop`` (None: no hop read wrong), ``gold_in_evidence``,
+    ``after_sentence``; with ``hop`` None also ``complete`` (every gold hop was read right)."""
     previous: HopView | None = None
+    read: set[int] = set()
     for view in views:
         gold = gold_reading(view, question)
         if gold is None:
-            return {"hop": None, "gold_in_evidence": None, "after_sentence": None}
+            break
         if not reads_gold(view, gold):
-            evidence = " ".join(d.text for d in view.documents)
             return {
                 "hop": view.index,
-                "gold_in_evidence": contains_answer(evidence, gold.answer, gold.aliases),
+                "gold_in_evidence": contains_answer(view.evidence, gold.answer, gold.aliases),
                 "after_sentence": previous is not None and _sentence_bridge(previous, view, question),
             }
+        read.add(gold.index)
         previous = view
-    return {"hop": None, "gold_in_evidence": None, "after_sentence": None}
+    complete = bool(question.hops) and read >= {h.index for h in question.hops}
+    return {"hop": None, "gold_in_evidence": None, "after_sentence": None, "complete": complete}
 
 
 def _sentence_bridge(previous: HopView, view: HopView, question: Question) -> bool:
@@ -81,10 +85,11 @@ def _sentence_bridge(previous: HopView, view: HopView, question: Question) -> bo
 def failure_anatomy(failures: Iterable[tuple[Sequence[HopView], Question]]) -> dict[str, object]:
     """``failures`` (natural failures' hop views with their questions) counted by where each left
     the gold path: ``failures``, ``by_hop.<hop>`` (``n``, ``gold_in_evidence``,
-    ``gold_not_in_evidence``, ``after_sentence``), ``answer`` (every hop read right) and
-    ``no_gold`` (a question without a gold decomposition)."""
+    ``gold_not_in_evidence``, ``after_sentence``), ``answer`` (every gold hop read right),
+    ``incomplete`` (right as far as the run went, short of some gold hop) and ``no_gold`` (a
+    question without a gold decomposition)."""
     by_hop: dict[str, dict[str, int]] = {}
-    total = answer = no_gold = 0
+    total = answer = incomplete = no_gold = 0
     for views, question in failures:
         total += 1
         if not question.hops:
@@ -93,7 +98,10 @@ def failure_anatomy(failures: Iterable[tuple[Sequence[HopView], Question]]) -> d
         row = left_gold_path(views, question)
         hop = row["hop"]
         if hop is None:
-            answer += 1
+            if row.get("complete"):
+                answer += 1
+            else:
+                incomplete += 1
             continue
         cell = by_hop.setdefault(
             str(hop), {"n": 0, "gold_in_evidence": 0, "gold_not_in_evidence": 0, "after_sentence": 0}
@@ -105,6 +113,7 @@ def failure_anatomy(failures: Iterable[tuple[Sequence[HopView], Question]]) -> d
         "failures": total,
         "by_hop": dict(sorted(by_hop.items(), key=lambda kv: int(kv[0]))),
         "answer": answer,
+        "incomplete": incomplete,
         "no_gold": no_gold,
     }
 

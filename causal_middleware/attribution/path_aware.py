@@ -57,8 +57,8 @@ AgenticRAG-FP's future work, built. Four stages:
 
 Without a live agent the diagnoser still runs (stages 1-2) and says so (``details.probed=False``).
 It never reads run labels or lineage (the base class blinds the run). ``uses_gold`` is set only
-when a probe's repair used the gold decomposition (as every probe diagnoser's repair does when the
-context carries the question).
+when a probe's repair, or the first-misread fallback, used the gold decomposition (as every probe
+diagnoser's repair does when the context carries the question).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ ranks by minimality and forks.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, runtime_checkable
 
@@ -34,6 +35,7 @@ from causal_middleware.interventions.values import (
     entities,
     fact_candidates,
     interleave,
+    stated_values,
 )
 from causal_middleware.interventions.values import similarity as _similarity
 from causal_middleware.prompts import Fence
@@ -284,8 +286,9 @@ class OfflineProposer:
         for later in later_findings(trajectory, hop.index):
             if later.fact != current:
                 yield later.fact, f"fact {later.fact!r}, which hop {later.hop} found for a similar sub-query"
+        stated = stated_values(current)
         for name in fact_candidates(hop.documents, hop.sub_query or "", current):
-            if current and name in current:
+            if name in stated:
                 yield name, f"fact {name!r}, the value the recorded fact {current!r} states, without the rest"
             else:
                 yield name, f"fact {name!r} read from the evidence instead of {current or 'nothing'!r}"
@@ -316,7 +319,10 @@ def later_findings(trajectory: Trajectory, hop_index: int) -> list[LaterFinding]
         embedded = {
             w
             for i, f in facts.items()
-            if hop_index <= i < hop.index and f and (line := _first_line(f)) and line in hop.sub_query
+            if hop_index <= i < hop.index
+            and f
+            and (line := _first_line(f))
+            and _contains_phrase(hop.sub_query, line)
             for w in content_words(line)
         }
         if not relation & (_relation_words(hop.sub_query) - embedded):
@@ -341,6 +347,11 @@ def _hop_fact(trajectory: Trajectory, hop_index: int) -> str | None:
         ),
         None,
     )
+
+
+def _contains_phrase(text: str, phrase: str) -> bool:
+    """Whether ``phrase`` occurs in ``text`` as whole words."""
+    return re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text) is not None
 
 
 def _first_line(text: str) -> str:

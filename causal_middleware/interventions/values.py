@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from causal_middleware.spans.model import Document
@@ -51,9 +51,10 @@ def fact_candidates(documents: list[Document], sub_query: str, current: str = ""
     Candidates are the names and numbers of every sentence: multi-word capitalised spans,
     single capitalised words not opening a sentence (or that are a passage title), and numbers.
     Names in the sub-query (its subject) and the recorded fact are left out. Order: a value the
-    recorded fact itself states amid other words first (a reader that copied the whole answering
-    sentence, "X was born in Y.", where one value was asked for: the value alone is its own
-    reading, which a later hop's search can use), then a near-namesake of the recorded fact (a
+    recorded fact itself states amid other words first, the last one first (a reader that copied
+    the whole answering sentence, "X was born in Y.", where one value was asked for: the value
+    alone is its own reading, which a later hop's search can use, and a sentence names its
+    subject before its value; :func:`stated_values`), then a near-namesake of the recorded fact (a
     one-letter slip is the likeliest misreading), then values of the kind the sub-query asks for
     (numbers for "how many", "when", "what year", ..., names otherwise), then by how many words of
     the sub-query the sentence shares, then evidence order.
@@ -62,9 +63,7 @@ def fact_candidates(documents: list[Document], sub_query: str, current: str = ""
     query_names = {n.lower() for n in entities(sub_query)}
     titles = {str(d.metadata.get("title", "")).strip() for d in documents} - {""}
     wants_number = bool(_NUMERIC_QUESTION.search(sub_query))
-    stated = {span for sentence in _SENTENCE.split(current) for span in _sentence_spans(sentence, titles)} - {
-        current.strip()
-    }
+    stated = stated_values(current, titles)
     ranked: dict[str, tuple[int, int, int, int, int]] = {}
     order = 0
     for doc in documents:
@@ -77,10 +76,19 @@ def fact_candidates(documents: list[Document], sub_query: str, current: str = ""
                     continue
                 near = int(bool(current) and similarity(span, current) >= 0.75)
                 fits = int(bool(_NUMBER.fullmatch(span)) == wants_number)
-                own = int(span in stated)
-                ranked[span] = (-own, -near, -fits, -overlap, order)
+                own = stated.get(span, len(stated))
+                ranked[span] = (own, -near, -fits, -overlap, order)
                 order += 1
     return sorted(ranked, key=lambda span: ranked[span])
+
+
+def stated_values(fact: str, titles: Iterable[str] = ()) -> dict[str, int]:
+    """The names and numbers a recorded fact states amid other words, each with its rank (0: the
+    last one stated, then backwards); empty when the fact is a single value. A sentence names its
+    subject before the value it gives ("Thaisra Nofi was born in Vaigres.")."""
+    spans = [span for sentence in _SENTENCE.split(fact) for span in _sentence_spans(sentence, set(titles))]
+    spans = [span for span in dict.fromkeys(spans) if span != fact.strip()]
+    return {span: rank for rank, span in enumerate(reversed(spans))}
 
 
 def _sentence_spans(sentence: str, titles: set[str]) -> list[str]:

@@ -92,6 +92,8 @@ def test_persistent_corruption_is_confirmed_by_repairing_the_reading() -> None:
     plain = get_diagnoser("path_aware", max_reading_probes=0).diagnose(run, context_for(world))
     assert plain.hop == 1 and plain.uncertain and len(plain.candidates) > 1
     assert not any(p.target == "reading" for p in plain.probes)
+    # no probe confirmed anything: the diagnosis names where the run first left the gold path
+    assert plain.details["first_misread"] == 1 and plain.uses_gold and plain.details["confirmed"] is False
 
 
 def test_reading_probes_skip_hops_that_read_their_gold_answer_and_dead_ends() -> None:

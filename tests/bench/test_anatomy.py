@@ -39,18 +39,22 @@ def test_each_shape_of_failure_lands_in_its_own_cell() -> None:
     assert left_gold_path(misread, QUESTION) == {"hop": 2, "gold_in_evidence": True, "after_sentence": False}
     assert left_gold_path(missed, QUESTION) == {"hop": 1, "gold_in_evidence": False, "after_sentence": False}
     assert left_gold_path(answer, QUESTION)["hop"] is None
+    stopped = answer[:1]  # read hop 1 right and answered without searching hop 2
+    assert left_gold_path(stopped, QUESTION)["complete"] is False
+    assert left_gold_path(answer, QUESTION)["complete"] is True
 
     profile = failure_anatomy(
-        [(v, QUESTION) for v in (sentence, misread, missed, answer)]
+        [(v, QUESTION) for v in (sentence, misread, missed, answer, stopped, [])]
         + [(missed, QUESTION.model_copy(update={"hops": []}))]
     )
     assert profile == {
-        "failures": 5,
+        "failures": 7,
         "by_hop": {
             "1": {"n": 1, "gold_in_evidence": 0, "gold_not_in_evidence": 1, "after_sentence": 0},
             "2": {"n": 2, "gold_in_evidence": 1, "gold_not_in_evidence": 1, "after_sentence": 1},
         },
         "answer": 1,
+        "incomplete": 2,
         "no_gold": 1,
     }
 
@@ -59,3 +63,16 @@ def test_a_bridge_that_is_the_value_alone_is_not_a_sentence() -> None:
     # hop 1's reading is its value with a label; hop 2 searched for the value, not a sentence
     views = _run("Fact: Vaigres", [BORN], "2,020,545", [DISTRACTOR])
     assert left_gold_path(views, QUESTION)["after_sentence"] is False
+
+
+def test_a_tool_hops_output_counts_as_its_evidence() -> None:
+    views = [
+        HopView(
+            index=1,
+            sub_query="Where was Thaisra Nofi born?",
+            fact="Kethe",
+            kind="tool",
+            tool_outputs=["born in Vaigres"],
+        )
+    ]
+    assert left_gold_path(views, QUESTION)["gold_in_evidence"] is True

@@ -209,6 +209,10 @@ def test_a_fact_copied_as_a_whole_sentence_is_first_cut_down_to_the_value_it_sta
     copied = fact_candidates(docs, query, "Thaisra Nofi was born in Vaigres.")
     assert copied[0] == "Vaigres" and sorted(copied) == sorted(plain)
     assert "Thaisra Nofi" not in copied  # the sub-query's own subject is never a candidate
+    # asked through an alias, the sentence's subject is no longer the sub-query's: the value it
+    # states (named last) still comes first, its subject after it
+    via_alias = fact_candidates(docs, "Where was Gevo born?", "Thaisra Nofi was born in Vaigres.")
+    assert via_alias[:2] == ["Vaigres", "Thaisra Nofi"]
     # a recorded value that is one name states nothing else: the plain order, less that value
     assert fact_candidates(docs, query, "Gevo") == [c for c in plain if c != "Gevo"]
 
