@@ -20,12 +20,11 @@ to its value first (``bench fp``'s ``base.anatomy``; docs/local-model.md).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 
 from causal_middleware.attribution.hops import HopView, hop_views
 from causal_middleware.attribution.repair_op import gold_reading, reads_gold
-from causal_middleware.faults.sweep import BASE_LABEL
+from causal_middleware.faults.sweep import BASE_LABEL, base_key
 from causal_middleware.spans.model import Outcome
 from causal_middleware.store.base import SpanStore
 from causal_middleware.tasks.model import Question
@@ -123,19 +122,15 @@ def stored_base_failures(
 ) -> list[tuple[list[HopView], Question]]:
     """The fault sweep's stored base runs (its newest one per question) that failed, read back
     without running anything."""
-    by_id = {q.id: q for q in questions}
+    by_key = {base_key(dataset, retriever, seed, q.id): q for q in questions}
     seen: set[str] = set()
     out: list[tuple[list[HopView], Question]] = []
     for summary in store.list_runs(label=BASE_LABEL, limit=None):  # newest first
-        try:
-            name, used, base_seed, question_id = json.loads(str(summary.labels.get(BASE_LABEL)))
-        except (TypeError, ValueError):
+        key = str(summary.labels.get(BASE_LABEL))
+        question = by_key.get(key)
+        if question is None or key in seen:
             continue
-        if (name, used, base_seed) != (dataset, retriever, seed) or question_id in seen:
-            continue
-        seen.add(question_id)
-        question = by_id.get(question_id)
-        if question is None or summary.outcome != Outcome.FAILURE:
-            continue
-        out.append((hop_views(store.get_trajectory(summary.run_id)), question))
+        seen.add(key)
+        if summary.outcome == Outcome.FAILURE:
+            out.append((hop_views(store.get_trajectory(summary.run_id)), question))
     return out

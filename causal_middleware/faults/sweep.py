@@ -69,6 +69,7 @@ __all__ = [
     "FaultUnit",
     "SweepEnvironment",
     "SweepResult",
+    "base_key",
     "base_run",
     "finished_keys",
     "iter_units",
@@ -182,7 +183,8 @@ def finished_keys(store: SpanStore) -> set[str]:
     return {key for key, record in latest_records(store).items() if record.status != "error"}
 
 
-def _base_key(dataset: str, retriever: str, seed: int, question_id: str) -> str:
+def base_key(dataset: str, retriever: str, seed: int, question_id: str) -> str:
+    """The ``BASE_LABEL`` value a sweep gives the base run of ``question_id``."""
     return json.dumps([dataset, retriever, seed, question_id])
 
 
@@ -223,7 +225,7 @@ class _Sweep:
         return bases
 
     def base_key(self, question: Question) -> str:
-        return _base_key(self.dataset, self.env.retriever, self.seed, question.id)
+        return base_key(self.dataset, self.env.retriever, self.seed, question.id)
 
     def base_correct(self, questions: Iterable[Question]) -> int:
         """Questions whose newest stored base run is annotated a success."""
