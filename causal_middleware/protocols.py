@@ -191,6 +191,12 @@ class Proposal(_Model):
     )
     description: str = ""
     minimality: float | None = Field(default=None, description="against the step's original output")
+    rank: int | None = Field(
+        default=None,
+        ge=0,
+        description="where the proposer put it among this step's proposals (0: its first choice); "
+        "the search sets it, and tries proposals most minimal first",
+    )
     edit: StepEdit | None = Field(
         default=None,
         description="the change as an edit of the node's live output (generic proposals); forks apply "

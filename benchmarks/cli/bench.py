@@ -510,13 +510,14 @@ def run_repair(p: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"--store keeps the runs of --executor local only, not {executor_name}'s workers")
     proposer, validator = repair_models(proposer_spec, validator_spec, seed=seed)
     model = agent_model(model_spec, seed=seed, temperature=temperature)
-    # generate_world(n, seed) is load_dataset("world", n, seed) without a hop mix
-    spec = ReferenceEnvSpec(dataset="world", n=p.get("n", 100), seed=seed, workers=4)
+    hops = p.get("hops")
+    # generate_world(n, seed, hop_mix) is load_dataset("world", n, seed, hops)
+    spec = ReferenceEnvSpec(dataset="world", n=p.get("n", 100), seed=seed, hops=hops, workers=4)
     with contextlib.ExitStack() as closing:  # closed in reverse: executor, environment, store
         store = SqliteSpanStore(p["store"]) if p.get("store") else InMemorySpanStore()
         closing.callback(store.close)
         env = reference_sweep_environment(
-            generate_world(p.get("n", 100), seed=seed),
+            generate_world(p.get("n", 100), seed=seed, hop_mix={hops: 1.0} if hops else None),
             store=store,
             seed=seed,
             model=model
@@ -541,6 +542,7 @@ def run_repair(p: dict[str, Any]) -> dict[str, Any]:
             proposer=proposer,
             llm_validator=validator,
         )
+    results["config"]["hops"] = hops
     results["config"]["temperature"] = temperature
     results["config"]["store"] = p.get("store")
     results["config"]["executor"] = executor_name

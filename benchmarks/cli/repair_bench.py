@@ -25,6 +25,12 @@ def register_bench(bench_subparsers: Any) -> None:
     p.add_argument("--n", type=int, default=100, help="questions of the default world (default 100)")
     p.add_argument("--seed", type=int, default=0, help="world, model and fault seed (default 0)")
     p.add_argument(
+        "--hops",
+        type=int,
+        metavar="H",
+        help="hops per question, as bench fp's --hops (default: the world's mix of 2 to 4 hops)",
+    )
+    p.add_argument(
         "--inject-questions", type=int, default=20, help="questions faults are injected into (default 20)"
     )
     p.add_argument(
@@ -93,9 +99,12 @@ def _bench(args: argparse.Namespace) -> int:
 
     from benchmarks.cli.bench import run_repair
     from benchmarks.suites.repair import DEFAULT_FAMILIES, format_repair_table
+    from benchmarks.world.generator import MAX_HOPS
 
     if args.n < 1:
         raise ValueError(f"--n must be at least 1, got {args.n}")
+    if args.hops is not None and not 1 <= args.hops <= MAX_HOPS:
+        raise ValueError(f"--hops must be between 1 and {MAX_HOPS}, got {args.hops}")
     if not 0.0 <= args.temperature <= 1.0:
         raise ValueError(f"--temperature must be in [0, 1], got {args.temperature}")
     if args.store and Path(args.store).exists():
@@ -112,6 +121,7 @@ def _bench(args: argparse.Namespace) -> int:
         {
             "n": args.n,
             "seed": args.seed,
+            "hops": args.hops,
             "inject_questions": args.inject_questions,
             "families": list(args.families or DEFAULT_FAMILIES),
             "depths": list(args.depths),

@@ -105,6 +105,7 @@ class FailedRun(BaseModel):
     run_id: str
     kind: str  # natural | injected
     question_id: str
+    n_hops: int | None = None  # the question's hops
     family: str | None = None
     depth: int | None = None
     status: str
@@ -404,6 +405,7 @@ def _row(
         run_id=result.run_id,
         kind=kind,
         question_id=question.id,
+        n_hops=question.n_hops,
         family=family,
         depth=depth,
         status=result.status,

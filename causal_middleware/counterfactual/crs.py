@@ -260,13 +260,15 @@ def _ranked_proposals(
         original_keys.add(canonical_json(step.output))
     seen: set[str] = set()
     unique: list[Proposal] = []
-    for proposal in batch.proposals[:k]:
+    for rank, proposal in enumerate(batch.proposals[:k]):
         key = canonical_json(proposal.values)
         if key in seen or key in original_keys:
             cost.duplicates_skipped += 1
             continue
         seen.add(key)
         unique.append(
-            proposal.model_copy(update={"minimality": round(minimality(baseline, proposal.values), 6)})
+            proposal.model_copy(
+                update={"minimality": round(minimality(baseline, proposal.values), 6), "rank": rank}
+            )
         )
     return sorted(unique, key=lambda p: -(p.minimality or 0.0)), batch.note

@@ -9,8 +9,10 @@ fork). :func:`validate_chain` re-runs both changes ``n`` times (fork the run wit
 that fork with the second) and checks that each is the only change before its fork point.
 
 The forks searched are the first step's non-flipping probes, taken round-robin over the candidate
-steps (each step's most minimal proposal first), so one step's proposals do not use up the budget
-before a later step is tried.
+steps, so one step's proposals do not use up the budget before a later step is tried. Each step's
+forks go in the proposer's order, not the search's: the single-step search tries the most minimal
+change first, but a base is worth searching when its first change is the right one, which is what
+the proposer ranked (a value the recorded fact states comes before a smaller edit to another name).
 """
 
 from __future__ import annotations
@@ -71,19 +73,24 @@ class SecondStep:
 
 def bases(crs: CRSResult, lookup: Callable[[str], Trajectory | None]) -> Iterator[tuple[Probe, Trajectory]]:
     """The first step's probes that made a fork which did not flip, round-robin over the steps
-    (each step's probes in the order the search tried them: most minimal first); a fork
-    ``lookup`` cannot find is left out."""
+    (each step's probes in the proposer's order, ``Proposal.rank``; unranked ones after, in the
+    order the search tried them); a fork ``lookup`` cannot find is left out."""
     by_step: dict[str, list[Probe]] = {}
     for probe in crs.probes:
         if probe.fork_run_id and probe.success is False and probe.error is None:
             by_step.setdefault(probe.proposal.step_id, []).append(probe)
-    queues = list(by_step.values())
+    queues = [sorted(q, key=_proposer_order) for q in by_step.values()]
     for rank in range(max((len(q) for q in queues), default=0)):
         for queue in queues:
             if rank < len(queue):
                 fork = lookup(queue[rank].fork_run_id or "")
                 if fork is not None:
                     yield queue[rank], fork
+
+
+def _proposer_order(probe: Probe) -> tuple[bool, int]:
+    rank = probe.proposal.rank
+    return (rank is None, rank or 0)
 
 
 def search_second_step(

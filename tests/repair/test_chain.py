@@ -28,6 +28,18 @@ def test_bases_take_each_steps_best_proposal_before_any_steps_second() -> None:
     assert order == ["a-0", "b-0", "c-0", "a-1", "b-1", "a-2"]
 
 
+def test_bases_take_each_steps_forks_in_the_proposers_order_not_the_searchs() -> None:
+    # the search tried a-1 first (most minimal); the proposer ranked a-0 first
+    probes = [_probe("a", 1), _probe("a", 0), _probe("b", 0), _probe("a", 2)]
+    ranked = [
+        p.model_copy(update={"proposal": p.proposal.model_copy(update={"rank": n})})
+        for n, p in zip((1, 0, 0, None), probes, strict=True)
+    ]
+    crs = CRSResult(run_id="r", k=3, baseline_success=False, probes=ranked)
+    forks = {p.fork_run_id or "": Trajectory(run_id=p.fork_run_id or "") for p in probes}
+    assert [probe.fork_run_id for probe, _ in bases(crs, forks.get)] == ["a-0", "b-0", "a-1", "a-2"]
+
+
 def test_bases_skip_flips_failed_probes_and_forks_not_kept() -> None:
     probes = [
         _probe("a", 0, success=True),

@@ -97,6 +97,7 @@ def test_proposals_are_tried_most_minimal_first(sloppy_world: World) -> None:
     )
     read1 = [p for p in exhaustive.probes if p.proposal.hop == 1]
     assert [p.proposal.values for p in read1] == [FIX_FACT1, {"fact": "Bob"}]
+    assert [p.proposal.rank for p in read1] == [1, 0]  # the proposer's own order is kept
     assert all(p.success for p in read1)
     assert exhaustive.score_of(read1[0].proposal.step_id).flip_rate == 1.0
 

@@ -113,6 +113,26 @@ def test_bench_repair_cli_rejects_a_temperature_out_of_range(tmp_path, capsys) -
     assert not out.exists()
 
 
+def test_bench_repair_cli_rejects_a_hop_count_out_of_range(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from causal_middleware.cli.main import main
+
+    out = tmp_path / "r.json"
+    assert main(["bench", "repair", "--out", str(out), "--hops", "9"]) == 2
+    assert "--hops must be between 1 and 5, got 9" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_tiny_benchmark_on_two_hop_questions_repairs_two_hop_runs() -> None:
+    from benchmarks.cli.bench import run_repair
+
+    results = run_repair(
+        {"n": 4, "hops": 2, "inject_questions": 2, "families": ["false_premise"], "depths": [1]}
+    )
+    assert results["config"]["hops"] == 2
+    assert results["runs"], "false_premise at hop 1 fails some 2-hop run"
+    assert {r["n_hops"] for r in results["runs"]} == {2}
+
+
 def test_tiny_benchmark_with_a_sampling_agent_records_its_temperature(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
