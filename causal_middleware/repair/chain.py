@@ -24,7 +24,9 @@ from typing import Any
 
 from causal_middleware.counterfactual.candidates import candidate_steps, fork_point
 from causal_middleware.counterfactual.crs import ForkCache, compute_crs, fork_with, judge_fork
+from causal_middleware.counterfactual.minimality import minimality
 from causal_middleware.counterfactual.models import CRSResult, Probe
+from causal_middleware.counterfactual.render import to_jsonable
 from causal_middleware.protocols import ForkBackend, Proposal, Proposer, RepairCost, Verifier
 from causal_middleware.repair.models import OfflineValidation, TwoStepSearch
 from causal_middleware.repair.validate import offline_validation, prefix_differences
@@ -160,20 +162,23 @@ def validate_chain(
     n: int = 3,
     m: int = 2,
     cost: RepairCost | None = None,
+    alone: Probe | None | bool = True,
 ) -> OfflineValidation:
     """Re-run the two-step repair ``n`` times (two re-executions each: the run forked with
     ``first``, that fork forked with ``second`` at the same node and LangGraph step); pass when
     ``>= m`` flip and each change is the only one before its fork point.
 
     First, when the run has the second change's step, the second change alone is applied to the
-    run once (one re-execution): if that flips it, the first change is not needed and the repair
-    fails (``second_alone_flips``), with no re-runs. (The first alone never flipped: it is a
-    probe the single-step search judged.)"""
+    run once (one re-execution, :func:`second_alone`): if that flips it, the first change is not
+    needed and the repair fails (``second_alone_flips``), with no re-runs. (The first alone never
+    flipped: it is a probe the single-step search judged.) ``alone``: that probe when the caller
+    already made it (None: the run has no such step), True to make it here."""
     if n < 1 or not 1 <= m <= n:
         raise ValueError(f"need n >= 1 and 1 <= m <= n, got n={n}, m={m}")
     spent = cost if cost is not None else RepairCost()
-    alone = _second_alone_flips(parent, second, backend, verifier, spent)
-    if alone:
+    probe = second_alone(parent, second, backend, verifier, spent) if alone is True else alone or None
+    alone_flips = None if probe is None else probe.success is True
+    if alone_flips:
         return OfflineValidation(
             passed=False,
             n_runs=n,
@@ -210,26 +215,36 @@ def validate_chain(
             if diff not in differences:
                 differences.append(diff)
     return offline_validation(n, m, flips, fork_ids, differences, errors).model_copy(
-        update={"second_alone_flips": alone}
+        update={"second_alone_flips": alone_flips}
     )
 
 
-def _second_alone_flips(
+def second_alone(
     parent: Trajectory, second: Proposal, backend: ForkBackend, verifier: Verifier, cost: RepairCost
-) -> bool | None:
-    """Whether ``second`` applied to ``parent`` alone flips it; None when ``parent`` has no such step."""
+) -> Probe | None:
+    """``second`` applied to ``parent`` alone (one re-execution), as a probe of ``parent``'s own
+    step at the same node, hop and LangGraph step, its minimality taken against that step's
+    output; None when ``parent`` has no such step. A fork that raises is a probe that did not
+    flip (the run cannot take the change alone: the first is needed for it)."""
     step = _same_step(parent, second)
     if step is None:
         return None
-    alone = second.model_copy(update={"step_id": step.step_id})
+    kept = round(minimality(to_jsonable(step.output), second.values), 6)
+    change = second.model_copy(update={"step_id": step.step_id, "minimality": kept, "rank": None})
     cost.reexecutions += 1
     try:
-        fork = fork_with(backend, parent, alone, labels={"repair_validation": True})
-    except Exception:  # the run cannot take the change alone: the first is needed for it
-        return False
+        fork = fork_with(backend, parent, change, labels={"repair_validation": True})
+    except Exception as exc:
+        return Probe(proposal=change, success=False, error=f"{type(exc).__name__}: {exc}")
     verdict = judge_fork(verifier, parent, fork)
     cost.absorb(verdict.cost)
-    return verdict.success is True
+    return Probe(
+        proposal=change,
+        fork_run_id=fork.run_id,
+        success=verdict.success,
+        answer=fork.answer,
+        feedback=verdict.feedback,
+    )
 
 
 def _same_step(trajectory: Trajectory, proposal: Proposal) -> NodeStep | None:
@@ -244,4 +259,4 @@ def _same_step(trajectory: Trajectory, proposal: Proposal) -> NodeStep | None:
     return None
 
 
-__all__ = ["ForkKeeper", "SecondStep", "bases", "search_second_step", "validate_chain"]
+__all__ = ["ForkKeeper", "SecondStep", "bases", "search_second_step", "second_alone", "validate_chain"]

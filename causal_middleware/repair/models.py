@@ -137,6 +137,11 @@ class TwoStepSearch(_Model):
     bases: int = Field(default=0, description="first-step forks searched for a second step")
     reexecutions: int = Field(default=0, description="the search's forks (validation not counted)")
     flips: int = Field(default=0, description="second-step proposals that flipped the run")
+    alone_flips: int = Field(
+        default=0,
+        description="of those, the ones that flipped the run without the first change too: each is "
+        "validated as a single-step repair instead",
+    )
 
 
 RepairStatus = Literal["repaired", "not_failed", "no_flip", "unvalidated"]

@@ -28,7 +28,13 @@ from causal_middleware.counterfactual.models import CRSResult, Probe
 from causal_middleware.counterfactual.render import shorten
 from causal_middleware.counterfactual.verifiers import as_verifier
 from causal_middleware.protocols import DiscardingForkBackend, ForkBackend, Proposer, RepairCost, Verifier
-from causal_middleware.repair.chain import ForkKeeper, SecondStep, search_second_step, validate_chain
+from causal_middleware.repair.chain import (
+    ForkKeeper,
+    SecondStep,
+    search_second_step,
+    second_alone,
+    validate_chain,
+)
 from causal_middleware.repair.models import (
     LLMValidation,
     OfflineValidation,
@@ -283,6 +289,17 @@ def _two_step(
         reference=trajectory.reference,
     ):
         tried += 1
+        alone = second_alone(trajectory, found.probe.proposal, keeper.backend, checker, cost)
+        result.status = "unvalidated"  # a two-step flip was found, whether or not it holds
+        if alone is not None and alone.success is True:
+            result.two_step.alone_flips += 1
+            if _single_from_second(
+                trajectory, alone, keeper.backend, checker, cfg, llm_validator, result, rejections
+            ):
+                return None
+            if tried >= cfg.max_candidates:
+                break
+            continue
         validation = validate_chain(
             trajectory,
             found.first.proposal,
@@ -292,8 +309,8 @@ def _two_step(
             n=cfg.validation_runs,
             m=cfg.validation_min_flips,
             cost=cost,
+            alone=alone,
         )
-        result.status = "unvalidated"  # a two-step flip was found, whether or not it holds
         llm = _kept(
             validation, llm_validator, found.base, found.probe, result, rejections, " with the first change"
         )
@@ -332,6 +349,49 @@ def _two_step(
         result.status = "repaired"
         return found
     return None
+
+
+def _single_from_second(
+    trajectory: Trajectory,
+    alone: Probe,
+    backend: ForkBackend,
+    checker: Verifier,
+    cfg: RepairConfig,
+    llm_validator: LLMValidator | None,
+    result: RepairResult,
+    rejections: list[str],
+) -> bool:
+    """A second change that flips the run alone is a single-step repair the first search's
+    proposals missed: validated as one (``n`` re-runs) and, when kept, ``result.repair``, with its
+    step scored as the flip it is (the probe joins ``result.crs``). Whether it was kept."""
+    validation = validate_offline(
+        trajectory,
+        alone.proposal,
+        backend,
+        checker,
+        n=cfg.validation_runs,
+        m=cfg.validation_min_flips,
+        cost=result.cost,
+    )
+    llm = _kept(validation, llm_validator, trajectory, alone, result, rejections, " as a single step")
+    if llm is None:
+        return False
+    _score_flip(result.crs, alone)
+    result.repair = _repair(trajectory, result.crs, alone, validation, llm)
+    result.status = "repaired"
+    return True
+
+
+def _score_flip(crs: CRSResult, probe: Probe) -> None:
+    """Add a flipping probe found after the search to ``crs``: its step now has CRS 1."""
+    crs.probes.append(probe)
+    for score in crs.scores:
+        if score.step_id == probe.proposal.step_id:
+            score.n_tested += 1
+            score.n_flips += 1
+            score.crs = 1.0
+            score.flip_rate = score.n_flips / score.n_tested
+            return
 
 
 class _ForkRecorder:

@@ -103,16 +103,55 @@ class ContextProposer:
         )
 
 
-def test_a_first_change_the_second_does_not_need_is_rejected() -> None:
+def test_a_second_change_that_flips_the_run_alone_is_kept_as_a_single_step_repair() -> None:
+    # b's fix only shows up on a fork (y=good), but the run does not need a's change to take it
     backend = _backend(needs_both=False)
     run = backend.run("q", reference="good")
     config = RepairConfig(max_steps=2, max_candidates=1)
     result = repair_run(
         run, backend=backend, proposer=ContextProposer(), verifier=ReferenceVerifier(), config=config
     )
+    repair = result.repair
+    assert repair is not None and result.status == "repaired"
+    assert repair.prior == [] and (repair.node, repair.repaired) == ("b", {"y": "good"})
+    assert repair.validation.passed and repair.validation.n_runs == 3
+    b = next(s for s in run.steps if isinstance(s, NodeStep) and s.node == "b")
+    assert repair.step_id == b.step_id and repair.run_id == run.run_id
+    assert result.crs.score_of(b.step_id).crs == 1.0 and repair.crs == 1.0
+    assert result.two_step is not None and result.two_step.alone_flips == 1
+    assert result.pair is not None and result.prior_pairs == []
+    assert RepairResult.model_validate(result.model_dump(mode="json")) == result
+
+
+def test_a_second_change_that_flips_alone_once_but_does_not_hold_is_rejected() -> None:
+    seen = {"alone": 0}
+
+    def answer(state: dict[str, Any]) -> dict[str, Any]:
+        ok = state.get("y") == "good"
+        if ok and state.get("x") != "good":
+            seen["alone"] += 1
+            ok = seen["alone"] == 1  # the alone check flips; its re-runs do not
+        return {"answer": "good" if ok else "no"}
+
+    agent = ScriptedAgent(
+        nodes=[
+            Node("a", lambda s: {"x": "bad"}),
+            Node("b", lambda s: {"y": "bad"}),
+            Node("ans", answer, answer_key="answer"),
+        ],
+        entry="a",
+        route=lambda state, node, out: (state.update(out), ORDER[node])[1],
+    )
+    backend = DiscardingFakeForkBackend(agent)
+    run = backend.run("q", reference="good")
+    config = RepairConfig(max_steps=2, max_candidates=1)
+    result = repair_run(
+        run, backend=backend, proposer=ContextProposer(), verifier=ReferenceVerifier(), config=config
+    )
     assert result.repair is None and result.status == "unvalidated"
-    assert result.two_step is not None and result.two_step.bases == 1  # stopped at max_candidates
-    assert "first change" in result.explanation and "alone flips the run" in result.explanation
+    assert result.two_step is not None and result.two_step.alone_flips == 1
+    assert [p.proposal.values for p in result.rejected] == [{"y": "good"}]
+    assert "as a single step" in result.explanation
 
 
 def test_a_two_step_repair_whose_steps_are_both_needed() -> None:
