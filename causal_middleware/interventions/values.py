@@ -50,6 +50,9 @@ def fact_candidates(documents: list[Document], sub_query: str, current: str = ""
 
     Candidates are the names and numbers of every sentence: multi-word capitalised spans,
     single capitalised words not opening a sentence (or that are a passage title), and numbers.
+    A single word opening a sentence ("Rilekok is the birthplace of ...") is a candidate too, but
+    after every other name whose sentence shares as many of the sub-query's words (an opening word
+    is as often a common word as a name); one followed by a colon ("Fact:") is a label, never one.
     Names in the sub-query (its subject) and the recorded fact are left out. Order: a value the
     recorded fact itself states amid other words first, the last one first (a reader that copied
     the whole answering sentence, "X was born in Y.", where one value was asked for: the value
@@ -57,27 +60,29 @@ def fact_candidates(documents: list[Document], sub_query: str, current: str = ""
     subject before its value; :func:`stated_values`), then a near-namesake of the recorded fact (a
     one-letter slip is the likeliest misreading), then values of the kind the sub-query asks for
     (numbers for "how many", "when", "what year", ..., names otherwise), then by how many words of
-    the sub-query the sentence shares, then evidence order.
+    the sub-query the sentence shares, then names before opening words, then evidence order.
     """
     query_words = content_words(sub_query)
     query_names = {n.lower() for n in entities(sub_query)}
     titles = {str(d.metadata.get("title", "")).strip() for d in documents} - {""}
     wants_number = bool(_NUMERIC_QUESTION.search(sub_query))
     stated = stated_values(current, titles)
-    ranked: dict[str, tuple[int, int, int, int, int]] = {}
+    ranked: dict[str, tuple[int, int, int, int, int, int]] = {}
     order = 0
     for doc in documents:
         for sentence in _SENTENCE.split(doc.text):
             if not sentence.strip():
                 continue
             overlap = len(content_words(sentence) & query_words)
-            for span in _sentence_spans(sentence, titles):
-                if span.lower() in query_names or span == current or span in ranked:
+            for span, opening in _sentence_spans(sentence, titles, openings=True):
+                if span.lower() in query_names or span == current:
                     continue
                 near = int(bool(current) and similarity(span, current) >= 0.75)
                 fits = int(bool(_NUMBER.fullmatch(span)) == wants_number)
                 own = stated.get(span, len(stated))
-                ranked[span] = (own, -near, -fits, -overlap, order)
+                rank = (own, -near, -fits, -overlap, int(opening), order)
+                if span not in ranked or rank < ranked[span]:
+                    ranked[span] = rank  # a name met as an opening word first keeps its better place
                 order += 1
     return sorted(ranked, key=lambda span: ranked[span])
 
@@ -86,23 +91,31 @@ def stated_values(fact: str, titles: Iterable[str] = ()) -> dict[str, int]:
     """The names and numbers a recorded fact states amid other words, each with its rank (0: the
     last one stated, then backwards); empty when the fact is a single value. A sentence names its
     subject before the value it gives ("Thaisra Nofi was born in Vaigres.")."""
-    spans = [span for sentence in _SENTENCE.split(fact) for span in _sentence_spans(sentence, set(titles))]
+    spans = [
+        span
+        for sentence in _SENTENCE.split(fact)
+        for span, _ in _sentence_spans(sentence, set(titles), openings=True)
+    ]
     spans = [span for span in dict.fromkeys(spans) if span != fact.strip()]
     return {span: rank for rank, span in enumerate(reversed(spans))}
 
 
-def _sentence_spans(sentence: str, titles: set[str]) -> list[str]:
-    spans: list[str] = []
+def _sentence_spans(sentence: str, titles: set[str], *, openings: bool = False) -> list[tuple[str, bool]]:
+    """The sentence's names and numbers, each with whether it is a single word opening a line of
+    it (kept only with ``openings``; a passage title always counts as a name)."""
+    spans: list[tuple[str, bool]] = []
     for match in _ENTITY.finditer(sentence):
         words = match.group(0).split()
         while words and words[0].lower() in QUESTION_STOPWORDS:
             words = words[1:]
         span = " ".join(words)
-        opening = not sentence[: match.start()].strip()
-        if not span or (len(words) == 1 and opening and span not in titles):
+        line = sentence[: match.start()].rsplit("\n", 1)[-1]
+        opening = len(words) == 1 and not line.strip() and span not in titles
+        label = sentence[match.end() : match.end() + 1] == ":"
+        if not span or (opening and (not openings or label)):
             continue
-        spans.append(span)
-    spans.extend(m.group(0).rstrip(",") for m in _NUMBER.finditer(sentence))
+        spans.append((span, opening))
+    spans.extend((m.group(0).rstrip(","), False) for m in _NUMBER.finditer(sentence))
     return spans
 
 

@@ -17,6 +17,7 @@ from causal_middleware.counterfactual.proposers import (
     fact_candidates,
     later_findings,
     run_texts,
+    stated_values,
 )
 from causal_middleware.counterfactual.verifiers import ReferenceVerifier
 from causal_middleware.spans.model import Document, Hop, NodeStep, Trajectory
@@ -215,6 +216,18 @@ def test_a_fact_copied_as_a_whole_sentence_is_first_cut_down_to_the_value_it_sta
     assert via_alias[:2] == ["Vaigres", "Thaisra Nofi"]
     # a recorded value that is one name states nothing else: the plain order, less that value
     assert fact_candidates(docs, query, "Gevo") == [c for c in plain if c != "Gevo"]
+
+
+def test_a_name_opening_a_sentence_is_a_fact_candidate_after_names_inside_sentences() -> None:
+    docs = [
+        Document(id="a", text="Draivou Togim rarely spoke about the town where he was born."),
+        Document(id="b", text="Rilekok is the birthplace of Draivou Togim."),
+        Document(id="c", text="In 1974, Draivou Togim joined Drozoum College."),
+    ]
+    assert fact_candidates(docs, "Where was Draivou Togim born?") == ["Drozoum College", "Rilekok", "1974"]
+    # a reader's label is not a value it stated; the value on the label's line is
+    assert stated_values("Doda\nFact: Doda is a city.") == {"Doda": 0}
+    assert "Fact" not in fact_candidates([Document(id="d", text="Fact: Doda is a city.")], "Where?")
 
 
 def _chain_run(fact_1: str, query_2: str) -> Trajectory:
