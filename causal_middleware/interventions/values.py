@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from causal_middleware.spans.model import Document
-from causal_middleware.text import QUESTION_STOPWORDS, content_words
+from causal_middleware.text import CHAT_STOPWORDS, QUESTION_STOPWORDS, content_words
 
 _ENTITY = re.compile(r"\b[A-Z][\w'’-]*(?:[ ]+(?:(?:of|the|de|von|van|da|del|la|le)[ ]+)?[A-Z][\w'’-]*)*")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -52,7 +52,9 @@ def fact_candidates(documents: list[Document], sub_query: str, current: str = ""
     single capitalised words not opening a sentence (or that are a passage title), and numbers.
     A single word opening a sentence ("Rilekok is the birthplace of ...") is a candidate too, but
     after every other name whose sentence shares as many of the sub-query's words (an opening word
-    is as often a common word as a name); one followed by a colon ("Fact:") is a label, never one.
+    is as often a common word as a name), and never a function word ("She", "Every"); a name
+    followed by a colon ("Fact:", "Final Answer:") is a label, never a candidate. A name met more
+    than once keeps its best place.
     Names in the sub-query (its subject) and the recorded fact are left out. Order: a value the
     recorded fact itself states amid other words first, the last one first (a reader that copied
     the whole answering sentence, "X was born in Y.", where one value was asked for: the value
@@ -82,7 +84,7 @@ def fact_candidates(documents: list[Document], sub_query: str, current: str = ""
                 own = stated.get(span, len(stated))
                 rank = (own, -near, -fits, -overlap, int(opening), order)
                 if span not in ranked or rank < ranked[span]:
-                    ranked[span] = rank  # a name met as an opening word first keeps its better place
+                    ranked[span] = rank
                 order += 1
     return sorted(ranked, key=lambda span: ranked[span])
 
@@ -91,28 +93,25 @@ def stated_values(fact: str, titles: Iterable[str] = ()) -> dict[str, int]:
     """The names and numbers a recorded fact states amid other words, each with its rank (0: the
     last one stated, then backwards); empty when the fact is a single value. A sentence names its
     subject before the value it gives ("Thaisra Nofi was born in Vaigres.")."""
-    spans = [
-        span
-        for sentence in _SENTENCE.split(fact)
-        for span, _ in _sentence_spans(sentence, set(titles), openings=True)
-    ]
+    spans = [span for sentence in _SENTENCE.split(fact) for span, _ in _sentence_spans(sentence, set(titles))]
     spans = [span for span in dict.fromkeys(spans) if span != fact.strip()]
     return {span: rank for rank, span in enumerate(reversed(spans))}
 
 
 def _sentence_spans(sentence: str, titles: set[str], *, openings: bool = False) -> list[tuple[str, bool]]:
-    """The sentence's names and numbers, each with whether it is a single word opening a line of
-    it (kept only with ``openings``; a passage title always counts as a name)."""
+    """The sentence's names and numbers, each with whether it is a single word opening the
+    sentence (kept only with ``openings``, and never a function word; a passage title always
+    counts as a name). A name followed by a colon is a label, left out."""
     spans: list[tuple[str, bool]] = []
     for match in _ENTITY.finditer(sentence):
         words = match.group(0).split()
         while words and words[0].lower() in QUESTION_STOPWORDS:
             words = words[1:]
         span = " ".join(words)
-        line = sentence[: match.start()].rsplit("\n", 1)[-1]
-        opening = len(words) == 1 and not line.strip() and span not in titles
-        label = sentence[match.end() : match.end() + 1] == ":"
-        if not span or (opening and (not openings or label)):
+        opening = len(words) == 1 and not sentence[: match.start()].strip() and span not in titles
+        if not span or sentence[match.end() : match.end() + 1] == ":":
+            continue
+        if opening and (not openings or span.lower() in CHAT_STOPWORDS):
             continue
         spans.append((span, opening))
     spans.extend((m.group(0).rstrip(","), False) for m in _NUMBER.finditer(sentence))

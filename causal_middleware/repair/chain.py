@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from causal_middleware.counterfactual.candidates import candidate_steps, fork_point
 from causal_middleware.counterfactual.crs import ForkCache, compute_crs, fork_with, judge_fork
@@ -162,7 +162,7 @@ def validate_chain(
     n: int = 3,
     m: int = 2,
     cost: RepairCost | None = None,
-    alone: Probe | None | bool = True,
+    alone: Probe | None | Literal[True] = True,
 ) -> OfflineValidation:
     """Re-run the two-step repair ``n`` times (two re-executions each: the run forked with
     ``first``, that fork forked with ``second`` at the same node and LangGraph step); pass when
@@ -176,7 +176,7 @@ def validate_chain(
     if n < 1 or not 1 <= m <= n:
         raise ValueError(f"need n >= 1 and 1 <= m <= n, got n={n}, m={m}")
     spent = cost if cost is not None else RepairCost()
-    probe = second_alone(parent, second, backend, verifier, spent) if alone is True else alone or None
+    probe = second_alone(parent, second, backend, verifier, spent) if alone is True else alone
     alone_flips = None if probe is None else probe.success is True
     if alone_flips:
         return OfflineValidation(
@@ -220,17 +220,24 @@ def validate_chain(
 
 
 def second_alone(
-    parent: Trajectory, second: Proposal, backend: ForkBackend, verifier: Verifier, cost: RepairCost
+    parent: Trajectory,
+    second: Proposal,
+    backend: ForkBackend,
+    verifier: Verifier,
+    cost: RepairCost,
+    *,
+    found_on: str | None = None,
 ) -> Probe | None:
     """``second`` applied to ``parent`` alone (one re-execution), as a probe of ``parent``'s own
-    step at the same node, hop and LangGraph step, its minimality taken against that step's
-    output; None when ``parent`` has no such step. A fork that raises is a probe that did not
-    flip (the run cannot take the change alone: the first is needed for it)."""
+    step at the same node, hop and LangGraph step; None when ``parent`` has no such step. The
+    probe's proposal describes the change as made on ``parent``: an edit's values are the output
+    the fork's step got, its minimality is taken against ``parent``'s step output, and its
+    description says which fork (``found_on``) it was proposed on. A fork that raises is a probe
+    that did not flip (the run cannot take the change alone: the first is needed for it)."""
     step = _same_step(parent, second)
     if step is None:
         return None
-    kept = round(minimality(to_jsonable(step.output), second.values), 6)
-    change = second.model_copy(update={"step_id": step.step_id, "minimality": kept, "rank": None})
+    change = second.model_copy(update={"step_id": step.step_id, "rank": None})
     cost.reexecutions += 1
     try:
         fork = fork_with(backend, parent, change, labels={"repair_validation": True})
@@ -238,6 +245,18 @@ def second_alone(
         return Probe(proposal=change, success=False, error=f"{type(exc).__name__}: {exc}")
     verdict = judge_fork(verifier, parent, fork)
     cost.absorb(verdict.cost)
+    applied = _same_step(fork, change)
+    values = second.values
+    if second.edit is not None and applied is not None and isinstance(applied.output, dict):
+        values = to_jsonable(applied.output)  # the edit applied to this run's own output
+    where = f" (proposed on fork {found_on}, applied to this run alone)" if found_on else ""
+    change = change.model_copy(
+        update={
+            "values": values,
+            "minimality": round(minimality(to_jsonable(step.output), values), 6),
+            "description": f"{second.description}{where}",
+        }
+    )
     return Probe(
         proposal=change,
         fork_run_id=fork.run_id,

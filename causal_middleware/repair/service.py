@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from causal_middleware.counterfactual.crs import NO_PROPOSALS, ForkCache, compute_crs
 from causal_middleware.counterfactual.minimality import describe_change
-from causal_middleware.counterfactual.models import CRSResult, Probe
+from causal_middleware.counterfactual.models import CRSResult, Probe, StepScore
 from causal_middleware.counterfactual.render import shorten
 from causal_middleware.counterfactual.verifiers import as_verifier
 from causal_middleware.protocols import DiscardingForkBackend, ForkBackend, Proposer, RepairCost, Verifier
@@ -289,7 +289,9 @@ def _two_step(
         reference=trajectory.reference,
     ):
         tried += 1
-        alone = second_alone(trajectory, found.probe.proposal, keeper.backend, checker, cost)
+        alone = second_alone(
+            trajectory, found.probe.proposal, keeper.backend, checker, cost, found_on=found.base.run_id
+        )
         result.status = "unvalidated"  # a two-step flip was found, whether or not it holds
         if alone is not None and alone.success is True:
             result.two_step.alone_flips += 1
@@ -297,9 +299,7 @@ def _two_step(
                 trajectory, alone, keeper.backend, checker, cfg, llm_validator, result, rejections
             ):
                 return None
-            if tried >= cfg.max_candidates:
-                break
-            continue
+            alone = None  # its flip did not hold, so it does not show the first change is unneeded
         validation = validate_chain(
             trajectory,
             found.first.proposal,
@@ -383,15 +383,32 @@ def _single_from_second(
 
 
 def _score_flip(crs: CRSResult, probe: Probe) -> None:
-    """Add a flipping probe found after the search to ``crs``: its step now has CRS 1."""
+    """Add a flipping probe found after the search to ``crs``: its step now has CRS 1 (a step the
+    search did not score, e.g. outside ``RepairConfig.candidates``, gets its score, in step order)."""
     crs.probes.append(probe)
-    for score in crs.scores:
-        if score.step_id == probe.proposal.step_id:
-            score.n_tested += 1
-            score.n_flips += 1
-            score.crs = 1.0
-            score.flip_rate = score.n_flips / score.n_tested
-            return
+    proposal = probe.proposal
+    score = next((s for s in crs.scores if s.step_id == proposal.step_id), None)
+    if score is None:
+        score = StepScore(
+            step_id=proposal.step_id,
+            node=proposal.node,
+            hop=proposal.hop,
+            langgraph_step=proposal.langgraph_step,
+        )
+        later = [
+            i
+            for i, s in enumerate(crs.scores)
+            if s.langgraph_step is not None
+            and proposal.langgraph_step is not None
+            and s.langgraph_step > proposal.langgraph_step
+        ]
+        crs.scores.insert(later[0] if later else len(crs.scores), score)
+    score.n_tested += 1
+    score.n_flips += 1
+    score.n_proposals = max(score.n_proposals, score.n_tested)
+    score.crs = 1.0
+    score.flip_rate = score.n_flips / score.n_tested
+    score.skipped = None
 
 
 class _ForkRecorder:

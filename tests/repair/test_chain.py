@@ -123,7 +123,21 @@ def test_a_second_change_that_flips_the_run_alone_is_kept_as_a_single_step_repai
     assert RepairResult.model_validate(result.model_dump(mode="json")) == result
 
 
-def test_a_second_change_that_flips_alone_once_but_does_not_hold_is_rejected() -> None:
+def test_a_step_the_search_did_not_score_gets_its_score_when_its_change_alone_flips() -> None:
+    # the run's own search is held to step a; the second step's search on a's fork finds b
+    backend = _backend(needs_both=False)
+    run = backend.run("q", reference="good")
+    config = RepairConfig(max_steps=2, candidates=["a"])
+    result = repair_run(
+        run, backend=backend, proposer=ContextProposer(), verifier=ReferenceVerifier(), config=config
+    )
+    assert result.repair is not None and result.repair.node == "b" and result.repair.prior == []
+    assert [s.node for s in result.crs.scores] == ["a", "b"]
+    assert result.crs.score_of(result.repair.step_id).crs == 1.0 and result.repair.crs == 1.0
+    assert "proposed on fork" in result.repair.description
+
+
+def test_a_second_change_whose_alone_flip_does_not_hold_leaves_the_two_step_repair_to_validate() -> None:
     seen = {"alone": 0}
 
     def answer(state: dict[str, Any]) -> dict[str, Any]:
@@ -148,10 +162,12 @@ def test_a_second_change_that_flips_alone_once_but_does_not_hold_is_rejected() -
     result = repair_run(
         run, backend=backend, proposer=ContextProposer(), verifier=ReferenceVerifier(), config=config
     )
-    assert result.repair is None and result.status == "unvalidated"
     assert result.two_step is not None and result.two_step.alone_flips == 1
-    assert [p.proposal.values for p in result.rejected] == [{"y": "good"}]
-    assert "as a single step" in result.explanation
+    assert [p.proposal.values for p in result.rejected] == [{"y": "good"}]  # rejected as a single step
+    repair = result.repair
+    assert repair is not None and result.status == "repaired"
+    assert [(p.node, p.repaired) for p in repair.prior] == [("a", {"x": "good"})]
+    assert repair.validation.passed and repair.validation.second_alone_flips is None
 
 
 def test_a_two_step_repair_whose_steps_are_both_needed() -> None:

@@ -225,9 +225,11 @@ def test_a_name_opening_a_sentence_is_a_fact_candidate_after_names_inside_senten
         Document(id="c", text="In 1974, Draivou Togim joined Drozoum College."),
     ]
     assert fact_candidates(docs, "Where was Draivou Togim born?") == ["Drozoum College", "Rilekok", "1974"]
-    # a reader's label is not a value it stated; the value on the label's line is
+    # a reader's label is not a value it stated, nor a candidate; a pronoun opening a sentence is not
     assert stated_values("Doda\nFact: Doda is a city.") == {"Doda": 0}
-    assert "Fact" not in fact_candidates([Document(id="d", text="Fact: Doda is a city.")], "Where?")
+    labelled = [Document(id="d", text="Final Answer: Doda is a city. She was born in Vaigres.")]
+    assert fact_candidates(labelled, "Where was Thaisra Nofi born?") == ["Vaigres", "Doda"]
+    assert stated_values("She was born in Vaigres.") == {"Vaigres": 0}
 
 
 def _chain_run(fact_1: str, query_2: str) -> Trajectory:
