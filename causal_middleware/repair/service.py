@@ -80,7 +80,12 @@ class RepairConfig(BaseModel):
         description="steps a repair may change: 1 is CausalFlow's single-step repair; 2 also searches "
         "a second step on the first step's forks when no single-step repair holds",
     )
-    chain_bases: int = Field(default=6, ge=1, description="max_steps=2: first-step forks searched")
+    chain_bases: int = Field(
+        default=12,
+        ge=1,
+        description="max_steps=2: first-step forks searched at most (chain_max_reexecutions bounds "
+        "what their searches cost)",
+    )
     chain_max_reexecutions: int = Field(
         default=40,
         ge=0,
