@@ -23,10 +23,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from causal_middleware.counterfactual.candidates import candidate_steps, fork_point
-from causal_middleware.counterfactual.crs import ForkCache, compute_crs, fork_with, judge_fork
+from causal_middleware.counterfactual.crs import ForkCache, compute_crs, fork_with, judge_fork, run_probe
 from causal_middleware.counterfactual.minimality import minimality
 from causal_middleware.counterfactual.models import CRSResult, Probe
 from causal_middleware.counterfactual.render import to_jsonable
+from causal_middleware.interventions.edit import EditError
 from causal_middleware.protocols import ForkBackend, Proposal, Proposer, RepairCost, Verifier
 from causal_middleware.repair.models import OfflineValidation, TwoStepSearch
 from causal_middleware.repair.validate import offline_validation, prefix_differences
@@ -228,42 +229,27 @@ def second_alone(
     *,
     found_on: str | None = None,
 ) -> Probe | None:
-    """``second`` applied to ``parent`` alone (one re-execution), as a probe of ``parent``'s own
-    step at the same node, hop and LangGraph step; None when ``parent`` has no such step. The
-    probe's proposal describes the change as made on ``parent``: an edit's values are the output
-    the fork's step got, its minimality is taken against ``parent``'s step output, and its
-    description says which fork (``found_on``) it was proposed on. A fork that raises is a probe
-    that did not flip (the run cannot take the change alone: the first is needed for it)."""
+    """``second`` applied to ``parent`` alone (one re-execution, :func:`run_probe`), as a probe of
+    ``parent``'s own step at the same node, hop and LangGraph step; None when ``parent`` has no
+    such step. The probe's proposal describes the change as made on ``parent``: an edit's values
+    are the edit applied to that step's recorded output, its minimality is taken against that
+    output, and its description says which fork (``found_on``) it was proposed on. A change the
+    run cannot take is a probe that did not flip (the first change is needed for it)."""
     step = _same_step(parent, second)
     if step is None:
         return None
-    change = second.model_copy(update={"step_id": step.step_id, "rank": None})
-    cost.reexecutions += 1
-    try:
-        fork = fork_with(backend, parent, change, labels={"repair_validation": True})
-    except Exception as exc:
-        return Probe(proposal=change, success=False, error=f"{type(exc).__name__}: {exc}")
-    verdict = judge_fork(verifier, parent, fork)
-    cost.absorb(verdict.cost)
-    applied = _same_step(fork, change)
-    values = second.values
-    if second.edit is not None and applied is not None and isinstance(applied.output, dict):
-        values = to_jsonable(applied.output)  # the edit applied to this run's own output
     where = f" (proposed on fork {found_on}, applied to this run alone)" if found_on else ""
-    change = change.model_copy(
-        update={
-            "values": values,
-            "minimality": round(minimality(to_jsonable(step.output), values), 6),
-            "description": f"{second.description}{where}",
-        }
+    change = second.model_copy(
+        update={"step_id": step.step_id, "rank": None, "description": f"{second.description}{where}"}
     )
-    return Probe(
-        proposal=change,
-        fork_run_id=fork.run_id,
-        success=verdict.success,
-        answer=fork.answer,
-        feedback=verdict.feedback,
-    )
+    recorded = to_jsonable(step.output)
+    if second.edit is not None:
+        try:
+            change.values = to_jsonable(second.edit.apply(recorded))
+        except EditError as exc:
+            return Probe(proposal=change, success=None, error=f"{type(exc).__name__}: {exc}")
+    change.minimality = round(minimality(recorded, change.values), 6)
+    return run_probe(backend, verifier, parent, change, cost, labels={"repair_validation": True})
 
 
 def _same_step(trajectory: Trajectory, proposal: Proposal) -> NodeStep | None:

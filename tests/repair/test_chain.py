@@ -65,6 +65,11 @@ def _backend(*, needs_both: bool) -> DiscardingFakeForkBackend:
         ok = state.get("y") == "good" and (state.get("x") == "good" or not needs_both)
         return {"answer": "good" if ok else "no"}
 
+    return _chain_backend(answer)
+
+
+def _chain_backend(answer: Any) -> DiscardingFakeForkBackend:
+    """a (x=bad) -> b (y=bad) -> ans, whose output ``answer(state)`` gives."""
     agent = ScriptedAgent(
         nodes=[
             Node("a", lambda s: {"x": "bad"}),
@@ -147,16 +152,7 @@ def test_a_second_change_whose_alone_flip_does_not_hold_leaves_the_two_step_repa
             ok = seen["alone"] == 1  # the alone check flips; its re-runs do not
         return {"answer": "good" if ok else "no"}
 
-    agent = ScriptedAgent(
-        nodes=[
-            Node("a", lambda s: {"x": "bad"}),
-            Node("b", lambda s: {"y": "bad"}),
-            Node("ans", answer, answer_key="answer"),
-        ],
-        entry="a",
-        route=lambda state, node, out: (state.update(out), ORDER[node])[1],
-    )
-    backend = DiscardingFakeForkBackend(agent)
+    backend = _chain_backend(answer)
     run = backend.run("q", reference="good")
     config = RepairConfig(max_steps=2, max_candidates=1)
     result = repair_run(
