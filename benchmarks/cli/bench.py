@@ -541,6 +541,7 @@ def run_repair(p: dict[str, Any]) -> dict[str, Any]:
             env_spec=spec,
             proposer=proposer,
             llm_validator=validator,
+            holdout_runs=p.get("holdout_runs", 0),
         )
     results["config"]["hops"] = hops
     results["config"]["temperature"] = temperature

@@ -56,6 +56,14 @@ def register_bench(bench_subparsers: Any) -> None:
         "default 0: deterministic re-runs)",
     )
     p.add_argument(
+        "--holdout-runs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="re-run each kept repair N more times after it is kept (fresh draws with --temperature) "
+        "and report how often it still flips (validation.holdout; default 0: none)",
+    )
+    p.add_argument(
         "--model",
         metavar="SPEC",
         default="offline",
@@ -105,6 +113,8 @@ def _bench(args: argparse.Namespace) -> int:
         raise ValueError(f"--n must be at least 1, got {args.n}")
     if args.hops is not None and not 1 <= args.hops <= MAX_HOPS:
         raise ValueError(f"--hops must be between 1 and {MAX_HOPS}, got {args.hops}")
+    if args.holdout_runs < 0:
+        raise ValueError(f"--holdout-runs must be at least 0, got {args.holdout_runs}")
     if not 0.0 <= args.temperature <= 1.0:
         raise ValueError(f"--temperature must be in [0, 1], got {args.temperature}")
     if args.store and Path(args.store).exists():
@@ -129,6 +139,7 @@ def _bench(args: argparse.Namespace) -> int:
             "k": args.k,
             "max_steps": args.max_steps,
             "temperature": args.temperature,
+            "holdout_runs": args.holdout_runs,
             "model": args.model,
             "plan": args.plan,
             "proposer": args.proposer,

@@ -45,7 +45,13 @@ Metrics (``results.json``; each at the top level for all failures, and under ``n
   change before the fork point, the LLM check when on): ``revalidated`` flips re-validated (kept
   repairs + ``rejected``), ``held_rate`` = kept / revalidated, ``rerun_flip_rate`` = re-runs that
   flipped / re-runs, over the kept repairs. At temperature 0 every re-run repeats the search's
-  fork; with a sampling model (``--temperature``) each is a fresh draw.
+  fork; with a sampling model (``--temperature``) each is a fresh draw. With ``holdout_runs``
+  N > 0, every kept repair is re-run N more times after the benchmark has kept it (fresh draws
+  the validation never saw; a two-step repair re-makes both forks each time) and ``validation``
+  adds ``holdout``: ``repairs``, ``runs``, ``flips``, ``flip_rate`` (flips / runs) and ``held``
+  (repairs whose held-out re-runs flipped at least as often as the validation requires,
+  ``m / n``); rows carry ``holdout_runs`` and ``holdout_flips``. The held-out re-runs are not in
+  ``reexec_per_repaired``: they measure the validation, they are not part of the repair.
 """
 
 from __future__ import annotations
@@ -66,10 +72,11 @@ from causal_middleware.faults.distributed import EnvSpec, worker_environment
 from causal_middleware.faults.executor import Executor
 from causal_middleware.faults.model import FaultFamily
 from causal_middleware.faults.sweep import SweepEnvironment, _Sweep, iter_units, run_sweep
-from causal_middleware.protocols import Proposer
-from causal_middleware.repair.models import RepairResult
+from causal_middleware.protocols import Proposal, Proposer
+from causal_middleware.repair.chain import validate_chain
+from causal_middleware.repair.models import Repair, RepairResult, RepairStep
 from causal_middleware.repair.service import RepairConfig, repair_run
-from causal_middleware.repair.validate import LLMValidator
+from causal_middleware.repair.validate import LLMValidator, validate_offline
 from causal_middleware.retrieval.base import Index
 from causal_middleware.spans.model import Outcome
 from causal_middleware.tasks.model import Question
@@ -127,6 +134,9 @@ class FailedRun(BaseModel):
     rejected: int = 0  # flips that failed re-validation
     validation_flips: int | None = None  # the kept repair's re-runs that flipped
     validation_runs: int | None = None  # ... of its re-runs
+    holdout_runs: int | None = None  # re-runs of the kept repair after the benchmark kept it
+    holdout_flips: int | None = None  # ... that flipped
+    holdout_held: bool | None = None  # flips / holdout_runs >= the validation's m / n
     elapsed_s: float = 0.0
 
 
@@ -146,6 +156,7 @@ def run_repair_bench(
     executor: Executor | None = None,
     env_spec: EnvSpec | None = None,
     llm_validator: LLMValidator | None = None,
+    holdout_runs: int = 0,
 ) -> dict[str, Any]:
     """Repair the natural and injected failures of ``env``; returns the JSON-ready results.
 
@@ -155,7 +166,10 @@ def run_repair_bench(
     ``env_spec`` (``env``'s agent, rebuilt in each worker) and the default offline proposer.
     ``llm_validator`` adds CausalFlow's proposer / critic / meta-critic check to every repair that
     passed re-validation (one not retained is dropped and the next candidate tried).
+    ``holdout_runs``: fresh re-runs of each kept repair, after it is kept (module docstring).
     """
+    if holdout_runs < 0:
+        raise ValueError(f"holdout_runs must be >= 0, got {holdout_runs}")
     remote = executor is not None and executor.remote
     if remote and (
         env_spec is None or proposer is not None or index is not None or llm_validator is not None
@@ -209,7 +223,9 @@ def run_repair_bench(
     if remote:
         assert executor is not None and env_spec is not None
         say(f"repairing {len(todo)} failed runs on {executor!r}")
-        rows = _repair_remote(executor, RepairWorker(env_spec, seed=seed, config=cfg), todo)
+        rows = _repair_remote(
+            executor, RepairWorker(env_spec, seed=seed, config=cfg, holdout_runs=holdout_runs), todo
+        )
     for i, (run_id, kind, question, family, depth) in enumerate(todo if not remote else [], start=1):
         say(f"repair {i}/{len(todo)} ({kind}{' ' + family if family else ''})")
         began = time.perf_counter()
@@ -223,7 +239,8 @@ def run_repair_bench(
             llm_validator=llm_validator,
             cache=cache,
         )
-        rows.append(_row(result, kind, question, family, depth, time.perf_counter() - began))
+        row = _row(result, kind, question, family, depth, time.perf_counter() - began)
+        rows.append(_with_holdout(row, env, result, question, cfg, holdout_runs))
 
     natural = [r for r in rows if r.kind == "natural"]
     injected = [r for r in rows if r.kind == "injected"]
@@ -265,6 +282,7 @@ def run_repair_bench(
         "max_reexecutions": cfg.max_reexecutions,
         "max_steps": cfg.max_steps,
         "validation": f"{cfg.validation_min_flips} of {cfg.validation_runs} re-runs",
+        "holdout_runs": holdout_runs,
         "proposer": type(repairer).__name__,
         "llm_validator": type(llm_validator).__name__ if llm_validator is not None else None,
         "retriever": env.retriever,
@@ -320,6 +338,7 @@ class RepairWorker:
     spec: EnvSpec
     seed: int
     config: RepairConfig
+    holdout_runs: int = 0
 
     def __call__(self, job: RepairJob) -> list[tuple[_RowKey, FailedRun]]:
         env = worker_environment(self.spec)
@@ -349,7 +368,8 @@ class RepairWorker:
                 config=self.config,
                 cache=cache,
             )
-            out.append((key, _row(result, key[0], question, key[2], key[3], time.perf_counter() - began)))
+            row = _row(result, key[0], question, key[2], key[3], time.perf_counter() - began)
+            out.append((key, _with_holdout(row, env, result, question, self.config, self.holdout_runs)))
         return out
 
 
@@ -433,6 +453,40 @@ def _row(
     )
 
 
+def _with_holdout(
+    row: FailedRun, env: SweepEnvironment, result: RepairResult, question: Question, cfg: RepairConfig, n: int
+) -> FailedRun:
+    """``row`` with its kept repair re-run ``n`` more times (unchanged when ``n`` is 0 or nothing
+    was kept): the first check of whether the validation's verdict holds on draws it never saw."""
+    repair = result.repair
+    if n <= 0 or repair is None:
+        return row
+    parent = env.store.get_trajectory(result.run_id)
+    verifier = ReferenceVerifier(question.answer, question.aliases)
+    own = _proposal(repair)
+    if repair.prior:
+        check = validate_chain(
+            parent, _proposal(repair.prior[0]), own, env.backend, verifier, n=n, m=1, alone=None
+        )
+    else:
+        check = validate_offline(parent, own, env.backend, verifier, n=n, m=1)
+    held = check.flips * cfg.validation_runs >= cfg.validation_min_flips * n
+    return row.model_copy(update={"holdout_runs": n, "holdout_flips": check.flips, "holdout_held": held})
+
+
+def _proposal(step: Repair | RepairStep) -> Proposal:
+    """A kept repair's step as the proposal that made it (its values, at its node and step)."""
+    return Proposal(
+        step_id=step.step_id,
+        node=step.node,
+        hop=step.hop,
+        langgraph_step=step.langgraph_step,
+        values=step.repaired,
+        source=step.source,
+        description=step.description,
+    )
+
+
 def summarize(
     rows: Sequence[FailedRun], *, population: int | None = None, succeeded: int | None = None
 ) -> dict[str, Any]:
@@ -490,6 +544,23 @@ def _validation(repaired: Sequence[FailedRun], rejected: int) -> dict[str, Any]:
         "rejected": rejected,
         "held_rate": _round(len(repaired) / revalidated) if revalidated else None,
         "rerun_flip_rate": _round(sum(r.validation_flips or 0 for r in repaired) / runs) if runs else None,
+        "holdout": _holdout_summary(repaired),
+    }
+
+
+def _holdout_summary(repaired: Sequence[FailedRun]) -> dict[str, Any] | None:
+    """How the kept repairs did on their held-out re-runs; None when none were made."""
+    rows = [r for r in repaired if r.holdout_runs]
+    if not rows:
+        return None
+    runs = sum(r.holdout_runs or 0 for r in rows)
+    flips = sum(r.holdout_flips or 0 for r in rows)
+    return {
+        "repairs": len(rows),
+        "runs": runs,
+        "flips": flips,
+        "flip_rate": _round(flips / runs),
+        "held": sum(1 for r in rows if r.holdout_held),
     }
 
 

@@ -79,8 +79,81 @@ def test_validation_summary_counts_the_flips_that_held_and_the_re_runs_that_flip
         "rejected": 3,
         "held_rate": 0.4,
         "rerun_flip_rate": round(5 / 6, 4),
+        "holdout": None,  # no held-out re-runs were made
     }
     assert summarize([])["validation"]["held_rate"] is None
+
+
+def test_holdout_summary_counts_the_kept_repairs_that_still_flip() -> None:
+    def row(**kw: Any) -> FailedRun:
+        return FailedRun(run_id="r", kind="natural", question_id="q", status="repaired", minimality=0.5, **kw)
+
+    rows = [
+        row(validation_flips=3, validation_runs=3, holdout_runs=5, holdout_flips=5, holdout_held=True),
+        row(validation_flips=2, validation_runs=3, holdout_runs=5, holdout_flips=1, holdout_held=False),
+        row(validation_flips=2, validation_runs=3),  # kept before held-out re-runs were asked for
+    ]
+    assert summarize(rows)["validation"]["holdout"] == {
+        "repairs": 2,
+        "runs": 10,
+        "flips": 6,
+        "flip_rate": 0.6,
+        "held": 1,
+    }
+
+
+def test_holdout_re_runs_each_kept_repair_and_judges_it_against_the_reference(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from benchmarks.suites import repair as suite
+    from causal_middleware.repair.service import RepairConfig
+
+    made: list[Any] = []
+    real = suite.repair_run
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(suite, "repair_run", spy)
+    world = generate_world(4, seed=0, hop_mix={2: 1.0})
+    env = reference_sweep_environment(world, store=InMemorySpanStore(), seed=0)
+    try:
+        results = run_repair_bench(
+            env, inject_questions=2, families=("false_premise",), depths=(1,), holdout_runs=2
+        )
+        kept = [r for r in results["runs"] if r["status"] == "repaired"]
+        assert kept, "false_premise at hop 1 of a 2-hop world leaves a repairable failure"
+        # the offline agent is deterministic: each held-out re-run repeats the repair's fork
+        assert all(r["holdout_runs"] == 2 and r["holdout_flips"] == 2 and r["holdout_held"] for r in kept)
+        assert all(r["holdout_runs"] is None for r in results["runs"] if r["status"] != "repaired")
+        holdout = results["validation"]["holdout"]
+        assert holdout == {
+            "repairs": len(kept),
+            "runs": 2 * len(kept),
+            "flips": 2 * len(kept),
+            "flip_rate": 1.0,
+            "held": len(kept),
+        }
+        assert results["config"]["holdout_runs"] == 2
+        # the same re-runs judged against a reference the agent never gives: none flips, none holds
+        result = next(r for r in made if r.repair is not None)
+        row = next(r for r in results["runs"] if r["run_id"] == result.run_id)
+        question = next(q for q in world.questions if q.id == row["question_id"])
+        wrong = question.model_copy(update={"answer": "Nobody Atall Ever", "aliases": []})
+        again = suite._with_holdout(FailedRun(**row), env, result, wrong, RepairConfig(), 3)
+        assert (again.holdout_runs, again.holdout_flips, again.holdout_held) == (3, 0, False)
+    finally:
+        env.close()
+
+
+def test_bench_repair_cli_rejects_negative_holdout_runs(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from causal_middleware.cli.main import main
+
+    out = tmp_path / "r.json"
+    assert main(["bench", "repair", "--out", str(out), "--holdout-runs", "-1"]) == 2
+    assert "--holdout-runs must be at least 0, got -1" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_tiny_benchmark_on_the_reference_agent() -> None:
