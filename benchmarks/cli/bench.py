@@ -542,6 +542,7 @@ def run_repair(p: dict[str, Any]) -> dict[str, Any]:
             proposer=proposer,
             llm_validator=validator,
             holdout_runs=p.get("holdout_runs", 0),
+            control_runs=p.get("control_runs", 0),
         )
     results["config"]["hops"] = hops
     results["config"]["temperature"] = temperature

@@ -64,6 +64,14 @@ def register_bench(bench_subparsers: Any) -> None:
         "and report how often it still flips (validation.holdout; default 0: none)",
     )
     p.add_argument(
+        "--control-runs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="re-run the run each kept repair changed N times from the same step without the repair "
+        "and report how often it answers right anyway (validation.control; default 0: none)",
+    )
+    p.add_argument(
         "--model",
         metavar="SPEC",
         default="offline",
@@ -115,6 +123,8 @@ def _bench(args: argparse.Namespace) -> int:
         raise ValueError(f"--hops must be between 1 and {MAX_HOPS}, got {args.hops}")
     if args.holdout_runs < 0:
         raise ValueError(f"--holdout-runs must be at least 0, got {args.holdout_runs}")
+    if args.control_runs < 0:
+        raise ValueError(f"--control-runs must be at least 0, got {args.control_runs}")
     if not 0.0 <= args.temperature <= 1.0:
         raise ValueError(f"--temperature must be in [0, 1], got {args.temperature}")
     if args.store and Path(args.store).exists():
@@ -140,6 +150,7 @@ def _bench(args: argparse.Namespace) -> int:
             "max_steps": args.max_steps,
             "temperature": args.temperature,
             "holdout_runs": args.holdout_runs,
+            "control_runs": args.control_runs,
             "model": args.model,
             "plan": args.plan,
             "proposer": args.proposer,

@@ -171,7 +171,8 @@ def certify_failure(env: SweepEnvironment, base: Trajectory, question: Question)
     first: Trajectory | None = None  # the first single-step fork, where a chain starts
     for hop, node, intervention in candidates:
         fork = _fork(env, base, intervention, base)
-        first = first or fork
+        if first is None:
+            first = fork
         label.tried += 1
         if is_correct(fork.answer, question):
             return label.model_copy(

@@ -50,8 +50,14 @@ Metrics (``results.json``; each at the top level for all failures, and under ``n
   the validation never saw; a two-step repair re-makes both forks each time) and ``validation``
   adds ``holdout``: ``repairs``, ``runs``, ``flips``, ``flip_rate`` (flips / runs) and ``held``
   (repairs whose held-out re-runs flipped at least as often as the validation requires,
-  ``m / n``); rows carry ``holdout_runs`` and ``holdout_flips``. The held-out re-runs are not in
-  ``reexec_per_repaired``: they measure the validation, they are not part of the repair.
+  ``m / n``); rows carry ``holdout_runs`` and ``holdout_flips``. With ``control_runs`` N > 0, the
+  run each kept repair changed is also re-run N times from the same step with that step's recorded
+  output put back (the repair's own suffix, without the repair; a two-step repair's first step):
+  how often the failure goes away by sampling alone. ``validation`` then adds ``control``:
+  ``repairs``, ``runs``, ``flips``, ``flip_rate`` and ``beaten`` (repairs whose held-out flip rate,
+  or without held-out re-runs their validation's, is above their control's); rows carry
+  ``control_runs`` and ``control_flips``. Neither kind of re-run is in ``reexec_per_repaired``:
+  they measure the validation, they are not part of the repair.
 """
 
 from __future__ import annotations
@@ -137,6 +143,8 @@ class FailedRun(BaseModel):
     holdout_runs: int | None = None  # re-runs of the kept repair after the benchmark kept it
     holdout_flips: int | None = None  # ... that flipped
     holdout_held: bool | None = None  # flips / holdout_runs >= the validation's m / n
+    control_runs: int | None = None  # re-runs of the repaired run's suffix without the repair
+    control_flips: int | None = None  # ... that answered right anyway
     elapsed_s: float = 0.0
 
 
@@ -157,6 +165,7 @@ def run_repair_bench(
     env_spec: EnvSpec | None = None,
     llm_validator: LLMValidator | None = None,
     holdout_runs: int = 0,
+    control_runs: int = 0,
 ) -> dict[str, Any]:
     """Repair the natural and injected failures of ``env``; returns the JSON-ready results.
 
@@ -166,10 +175,13 @@ def run_repair_bench(
     ``env_spec`` (``env``'s agent, rebuilt in each worker) and the default offline proposer.
     ``llm_validator`` adds CausalFlow's proposer / critic / meta-critic check to every repair that
     passed re-validation (one not retained is dropped and the next candidate tried).
-    ``holdout_runs``: fresh re-runs of each kept repair, after it is kept (module docstring).
+    ``holdout_runs``: fresh re-runs of each kept repair, after it is kept; ``control_runs``: re-runs
+    of the same suffix without the repair (module docstring).
     """
     if holdout_runs < 0:
         raise ValueError(f"holdout_runs must be >= 0, got {holdout_runs}")
+    if control_runs < 0:
+        raise ValueError(f"control_runs must be >= 0, got {control_runs}")
     remote = executor is not None and executor.remote
     if remote and (
         env_spec is None or proposer is not None or index is not None or llm_validator is not None
@@ -224,7 +236,11 @@ def run_repair_bench(
         assert executor is not None and env_spec is not None
         say(f"repairing {len(todo)} failed runs on {executor!r}")
         rows = _repair_remote(
-            executor, RepairWorker(env_spec, seed=seed, config=cfg, holdout_runs=holdout_runs), todo
+            executor,
+            RepairWorker(
+                env_spec, seed=seed, config=cfg, holdout_runs=holdout_runs, control_runs=control_runs
+            ),
+            todo,
         )
     for i, (run_id, kind, question, family, depth) in enumerate(todo if not remote else [], start=1):
         say(f"repair {i}/{len(todo)} ({kind}{' ' + family if family else ''})")
@@ -240,7 +256,7 @@ def run_repair_bench(
             cache=cache,
         )
         row = _row(result, kind, question, family, depth, time.perf_counter() - began)
-        rows.append(_with_holdout(row, env, result, question, cfg, holdout_runs))
+        rows.append(_with_holdout(row, env, result, question, cfg, holdout_runs, control_runs))
 
     natural = [r for r in rows if r.kind == "natural"]
     injected = [r for r in rows if r.kind == "injected"]
@@ -283,6 +299,7 @@ def run_repair_bench(
         "max_steps": cfg.max_steps,
         "validation": f"{cfg.validation_min_flips} of {cfg.validation_runs} re-runs",
         "holdout_runs": holdout_runs,
+        "control_runs": control_runs,
         "proposer": type(repairer).__name__,
         "llm_validator": type(llm_validator).__name__ if llm_validator is not None else None,
         "retriever": env.retriever,
@@ -339,6 +356,7 @@ class RepairWorker:
     seed: int
     config: RepairConfig
     holdout_runs: int = 0
+    control_runs: int = 0
 
     def __call__(self, job: RepairJob) -> list[tuple[_RowKey, FailedRun]]:
         env = worker_environment(self.spec)
@@ -369,7 +387,14 @@ class RepairWorker:
                 cache=cache,
             )
             row = _row(result, key[0], question, key[2], key[3], time.perf_counter() - began)
-            out.append((key, _with_holdout(row, env, result, question, self.config, self.holdout_runs)))
+            out.append(
+                (
+                    key,
+                    _with_holdout(
+                        row, env, result, question, self.config, self.holdout_runs, self.control_runs
+                    ),
+                )
+            )
         return out
 
 
@@ -454,24 +479,39 @@ def _row(
 
 
 def _with_holdout(
-    row: FailedRun, env: SweepEnvironment, result: RepairResult, question: Question, cfg: RepairConfig, n: int
+    row: FailedRun,
+    env: SweepEnvironment,
+    result: RepairResult,
+    question: Question,
+    cfg: RepairConfig,
+    n: int,
+    controls: int = 0,
 ) -> FailedRun:
-    """``row`` with its kept repair re-run ``n`` more times (unchanged when ``n`` is 0 or nothing
-    was kept): the first check of whether the validation's verdict holds on draws it never saw."""
+    """``row`` with its kept repair re-run ``n`` more times and its suffix re-run ``controls`` times
+    without the repair (unchanged when both are 0 or nothing was kept): whether the validation's
+    verdict holds on draws it never saw, and how often sampling alone would have passed it."""
     repair = result.repair
-    if n <= 0 or repair is None:
+    if repair is None or (n <= 0 and controls <= 0):
         return row
     parent = env.store.get_trajectory(result.run_id)
     verifier = ReferenceVerifier(question.answer, question.aliases)
-    own = _proposal(repair)
-    if repair.prior:
-        check = validate_chain(
-            parent, _proposal(repair.prior[0]), own, env.backend, verifier, n=n, m=1, alone=None
-        )
-    else:
-        check = validate_offline(parent, own, env.backend, verifier, n=n, m=1)
-    held = check.flips * cfg.validation_runs >= cfg.validation_min_flips * n
-    return row.model_copy(update={"holdout_runs": n, "holdout_flips": check.flips, "holdout_held": held})
+    update: dict[str, Any] = {}
+    if n > 0:
+        own = _proposal(repair)
+        if repair.prior:
+            check = validate_chain(
+                parent, _proposal(repair.prior[0]), own, env.backend, verifier, n=n, m=1, alone=None
+            )
+        else:
+            check = validate_offline(parent, own, env.backend, verifier, n=n, m=1)
+        held = check.flips * cfg.validation_runs >= cfg.validation_min_flips * n
+        update.update(holdout_runs=n, holdout_flips=check.flips, holdout_held=held)
+    first = repair.prior[0] if repair.prior else repair
+    if controls > 0 and isinstance(first.original, dict):
+        unchanged = _proposal(first).model_copy(update={"values": dict(first.original)})
+        control = validate_offline(parent, unchanged, env.backend, verifier, n=controls, m=1)
+        update.update(control_runs=controls, control_flips=control.flips)
+    return row.model_copy(update=update)
 
 
 def _proposal(step: Repair | RepairStep) -> Proposal:
@@ -545,6 +585,7 @@ def _validation(repaired: Sequence[FailedRun], rejected: int) -> dict[str, Any]:
         "held_rate": _round(len(repaired) / revalidated) if revalidated else None,
         "rerun_flip_rate": _round(sum(r.validation_flips or 0 for r in repaired) / runs) if runs else None,
         "holdout": _holdout_summary(repaired),
+        "control": _control_summary(repaired),
     }
 
 
@@ -562,6 +603,29 @@ def _holdout_summary(repaired: Sequence[FailedRun]) -> dict[str, Any] | None:
         "flip_rate": _round(flips / runs),
         "held": sum(1 for r in rows if r.holdout_held),
     }
+
+
+def _control_summary(repaired: Sequence[FailedRun]) -> dict[str, Any] | None:
+    """How often the kept repairs' suffixes passed without them; None when no control was run."""
+    rows = [r for r in repaired if r.control_runs]
+    if not rows:
+        return None
+    runs = sum(r.control_runs or 0 for r in rows)
+    flips = sum(r.control_flips or 0 for r in rows)
+    return {
+        "repairs": len(rows),
+        "runs": runs,
+        "flips": flips,
+        "flip_rate": _round(flips / runs),
+        "beaten": sum(1 for r in rows if _repair_rate_of(r) > (r.control_flips or 0) / (r.control_runs or 1)),
+    }
+
+
+def _repair_rate_of(row: FailedRun) -> float:
+    """The kept repair's flip rate on its held-out re-runs, else on its validation re-runs."""
+    if row.holdout_runs:
+        return (row.holdout_flips or 0) / row.holdout_runs
+    return (row.validation_flips or 0) / (row.validation_runs or 1)
 
 
 def _round(value: float) -> float:

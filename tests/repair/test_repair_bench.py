@@ -80,6 +80,7 @@ def test_validation_summary_counts_the_flips_that_held_and_the_re_runs_that_flip
         "held_rate": 0.4,
         "rerun_flip_rate": round(5 / 6, 4),
         "holdout": None,  # no held-out re-runs were made
+        "control": None,  # nor any control
     }
     assert summarize([])["validation"]["held_rate"] is None
 
@@ -102,6 +103,42 @@ def test_holdout_summary_counts_the_kept_repairs_that_still_flip() -> None:
     }
 
 
+def test_control_summary_counts_the_repairs_that_beat_their_unrepaired_suffix() -> None:
+    def row(**kw: Any) -> FailedRun:
+        return FailedRun(run_id="r", kind="natural", question_id="q", status="repaired", minimality=0.5, **kw)
+
+    rows = [
+        # held out 4 / 5 against a control of 1 / 5: beaten
+        row(
+            validation_flips=3,
+            validation_runs=3,
+            holdout_runs=5,
+            holdout_flips=4,
+            control_runs=5,
+            control_flips=1,
+        ),
+        # held out 2 / 5 against 2 / 5: not beaten (the held-out rate, not the validation's, is compared)
+        row(
+            validation_flips=3,
+            validation_runs=3,
+            holdout_runs=5,
+            holdout_flips=2,
+            control_runs=5,
+            control_flips=2,
+        ),
+        # no held-out re-runs: the validation's 2 / 3 against 0 / 4
+        row(validation_flips=2, validation_runs=3, control_runs=4, control_flips=0),
+        row(validation_flips=2, validation_runs=3),  # no control asked for
+    ]
+    assert summarize(rows)["validation"]["control"] == {
+        "repairs": 3,
+        "runs": 14,
+        "flips": 3,
+        "flip_rate": round(3 / 14, 4),
+        "beaten": 2,
+    }
+
+
 def test_holdout_re_runs_each_kept_repair_and_judges_it_against_the_reference(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -120,7 +157,12 @@ def test_holdout_re_runs_each_kept_repair_and_judges_it_against_the_reference(
     env = reference_sweep_environment(world, store=InMemorySpanStore(), seed=0)
     try:
         results = run_repair_bench(
-            env, inject_questions=2, families=("false_premise",), depths=(1,), holdout_runs=2
+            env,
+            inject_questions=2,
+            families=("false_premise",),
+            depths=(1,),
+            holdout_runs=2,
+            control_runs=2,
         )
         kept = [r for r in results["runs"] if r["status"] == "repaired"]
         assert kept, "false_premise at hop 1 of a 2-hop world leaves a repairable failure"
@@ -135,7 +177,16 @@ def test_holdout_re_runs_each_kept_repair_and_judges_it_against_the_reference(
             "flip_rate": 1.0,
             "held": len(kept),
         }
-        assert results["config"]["holdout_runs"] == 2
+        assert results["config"]["holdout_runs"] == 2 and results["config"]["control_runs"] == 2
+        # without the repair the same suffix fails again on the deterministic agent, every time
+        assert all(r["control_runs"] == 2 and r["control_flips"] == 0 for r in kept)
+        assert results["validation"]["control"] == {
+            "repairs": len(kept),
+            "runs": 2 * len(kept),
+            "flips": 0,
+            "flip_rate": 0.0,
+            "beaten": len(kept),
+        }
         # the same re-runs judged against a reference the agent never gives: none flips, none holds
         result = next(r for r in made if r.repair is not None)
         row = next(r for r in results["runs"] if r["run_id"] == result.run_id)
@@ -147,12 +198,13 @@ def test_holdout_re_runs_each_kept_repair_and_judges_it_against_the_reference(
         env.close()
 
 
-def test_bench_repair_cli_rejects_negative_holdout_runs(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("flag", ["--holdout-runs", "--control-runs"])
+def test_bench_repair_cli_rejects_negative_re_runs(tmp_path, capsys, flag) -> None:  # type: ignore[no-untyped-def]
     from causal_middleware.cli.main import main
 
     out = tmp_path / "r.json"
-    assert main(["bench", "repair", "--out", str(out), "--holdout-runs", "-1"]) == 2
-    assert "--holdout-runs must be at least 0, got -1" in capsys.readouterr().err
+    assert main(["bench", "repair", "--out", str(out), flag, "-1"]) == 2
+    assert f"{flag} must be at least 0, got -1" in capsys.readouterr().err
     assert not out.exists()
 
 
