@@ -52,8 +52,9 @@ AgenticRAG-FP's future work, built. Four stages:
 
    When no probe confirmed a suspect either way and the gold decomposition is known, the (still
    uncertain) diagnosis is the earliest hop the chain used whose reading is not its gold answer,
-   where the run first left the gold path; a failed step or evidence the audit found foreign keeps
-   the strongest passive suspect instead.
+   where the run first left the gold path, or the answer stage when the readings state every gold
+   hop's answer (no hop sent the run astray); a failed step or evidence the audit found foreign
+   keeps the strongest passive suspect instead.
 
 Without a live agent the diagnoser still runs (stages 1-2) and says so (``details.probed=False``).
 It never reads run labels or lineage (the base class blinds the run). ``uses_gold`` is set only
@@ -570,6 +571,20 @@ class PathAwareDiagnoser(Diagnoser):
         )
 
     @staticmethod
+    def _read_every_gold_hop(runner: ProbeRunner, views: list[HopView], passive: Suspect | None) -> bool:
+        """When no probe confirmed a suspect and the gold decomposition is known: whether the run's
+        readings state every gold hop's answer, so that no hop sent it astray and the answer step
+        is the first that went wrong. A failed step or evidence the audit found foreign is a
+        stronger sign than that and keeps the passive choice."""
+        question = runner.context.question
+        if question is None or not question.hops:
+            return False
+        if passive is not None and passive.strength >= STRENGTH_AUDIT:
+            return False
+        read = {g.index for v in views if (g := gold_reading(v, question)) is not None and reads_gold(v, g)}
+        return read >= {h.index for h in question.hops}
+
+    @staticmethod
     def _entity_source(
         confirmed: Suspect,
         record: ProbeRecord,
@@ -715,8 +730,13 @@ class PathAwareDiagnoser(Diagnoser):
             if misread is not None:
                 chosen, used_gold = misread, True
                 details["first_misread"] = misread.hop
+            elif self._read_every_gold_hop(runner, views, chosen):
+                chosen, used_gold = None, True
+                details["every_gold_hop_read"] = True
         if chosen is None:
             why = "no hop shows a fault signal"
+            if details.get("every_gold_hop_read"):
+                why = "no probe confirmed a suspect and every gold hop was read right"
             if probes:
                 why += f"; repairing the last hop ({probes[0].mode}) did not restore the answer"
             return Diagnosis(

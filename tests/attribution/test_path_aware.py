@@ -551,3 +551,44 @@ def test_an_unconfirmed_diagnosis_names_where_the_run_first_left_the_gold_path(
     # without the gold decomposition there is no gold path to leave
     bare = SimpleNamespace(context=SimpleNamespace(question=question.model_copy(update={"hops": []})))
     assert PathAwareDiagnoser._first_misread(bare, views, 2, passive) is None  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("facts", "passive_strength", "expected"),
+    [
+        # both hops read their gold answer (one in a sentence): no hop sent the run astray
+        (["Grohelko Publishing", "Grohelko Publishing was founded in 1949."], 2.0, True),
+        # hop 2 read a wrong year: the run left the gold path there, not at the answer
+        (["Grohelko Publishing", "Grohelko Publishing was founded in 1959."], 2.0, False),
+        # the run stopped after hop 1: right as far as it went, but gold hop 2 was never read
+        (["Grohelko Publishing"], 2.0, False),
+        # evidence the audit found foreign outranks readings that look right
+        (["Grohelko Publishing", "Grohelko Publishing was founded in 1949."], 3.0, False),
+    ],
+)
+def test_an_unconfirmed_diagnosis_names_the_answer_step_when_every_gold_hop_was_read_right(
+    facts: list[str], passive_strength: float, expected: bool
+) -> None:
+    from types import SimpleNamespace
+
+    from causal_middleware.attribution.hops import HopView
+    from causal_middleware.attribution.path_aware import PathAwareDiagnoser, Suspect
+    from causal_middleware.tasks.model import HopGold, Question
+
+    question = Question(
+        id="q",
+        text="When was the publisher of Zenpe Letters founded?",
+        answer="1949",
+        hops=[
+            HopGold(index=1, question="Who published Zenpe Letters?", answer="Grohelko Publishing"),
+            HopGold(index=2, question="When was #1 founded?", answer="1949"),
+        ],
+    )
+    queries = ["Who published Zenpe Letters?", "When was Grohelko Publishing founded?"]
+    views = [HopView(index=i, sub_query=queries[i - 1], fact=f) for i, f in enumerate(facts, start=1)]
+    runner = SimpleNamespace(context=SimpleNamespace(question=question))
+    passive = Suspect(hop=1, strength=passive_strength, path="bridge", reasons=["the answer's terms"])
+    assert PathAwareDiagnoser._read_every_gold_hop(runner, views, passive) is expected  # type: ignore[arg-type]
+    assert PathAwareDiagnoser._read_every_gold_hop(runner, views, None) is (expected or passive_strength > 2)  # type: ignore[arg-type]
+    bare = SimpleNamespace(context=SimpleNamespace(question=question.model_copy(update={"hops": []})))
+    assert PathAwareDiagnoser._read_every_gold_hop(bare, views, passive) is False  # type: ignore[arg-type]
