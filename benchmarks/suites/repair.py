@@ -594,15 +594,8 @@ def _holdout_summary(repaired: Sequence[FailedRun]) -> dict[str, Any] | None:
     rows = [r for r in repaired if r.holdout_runs]
     if not rows:
         return None
-    runs = sum(r.holdout_runs or 0 for r in rows)
-    flips = sum(r.holdout_flips or 0 for r in rows)
-    return {
-        "repairs": len(rows),
-        "runs": runs,
-        "flips": flips,
-        "flip_rate": _round(flips / runs),
-        "held": sum(1 for r in rows if r.holdout_held),
-    }
+    summary = _reruns(rows, [r.holdout_runs or 0 for r in rows], [r.holdout_flips or 0 for r in rows])
+    return {**summary, "held": sum(1 for r in rows if r.holdout_held)}
 
 
 def _control_summary(repaired: Sequence[FailedRun]) -> dict[str, Any] | None:
@@ -610,14 +603,18 @@ def _control_summary(repaired: Sequence[FailedRun]) -> dict[str, Any] | None:
     rows = [r for r in repaired if r.control_runs]
     if not rows:
         return None
-    runs = sum(r.control_runs or 0 for r in rows)
-    flips = sum(r.control_flips or 0 for r in rows)
+    summary = _reruns(rows, [r.control_runs or 0 for r in rows], [r.control_flips or 0 for r in rows])
+    beaten = sum(1 for r in rows if _repair_rate_of(r) > (r.control_flips or 0) / (r.control_runs or 1))
+    return {**summary, "beaten": beaten}
+
+
+def _reruns(rows: Sequence[FailedRun], runs: Sequence[int], flips: Sequence[int]) -> dict[str, Any]:
+    """``repairs``, ``runs``, ``flips`` and ``flip_rate`` of one kind of re-run over ``rows``."""
     return {
         "repairs": len(rows),
-        "runs": runs,
-        "flips": flips,
-        "flip_rate": _round(flips / runs),
-        "beaten": sum(1 for r in rows if _repair_rate_of(r) > (r.control_flips or 0) / (r.control_runs or 1)),
+        "runs": sum(runs),
+        "flips": sum(flips),
+        "flip_rate": _round(sum(flips) / sum(runs)),
     }
 
 

@@ -10,6 +10,7 @@ from causal_middleware.attribution import DiagnosisContext, get_diagnoser
 from causal_middleware.attribution.path_aware import recorded_query_context
 from causal_middleware.faults.model import FaultLabel
 from causal_middleware.spans.model import Trajectory
+from causal_middleware.tasks.model import HopGold, Question
 from causal_middleware.tasks.scoring import is_correct
 
 FAMILIES = (
@@ -521,17 +522,8 @@ def test_an_unconfirmed_diagnosis_names_where_the_run_first_left_the_gold_path(
 
     from causal_middleware.attribution.hops import HopView
     from causal_middleware.attribution.path_aware import PathAwareDiagnoser, Suspect
-    from causal_middleware.tasks.model import HopGold, Question
 
-    question = Question(
-        id="q",
-        text="When was the publisher of Zenpe Letters founded?",
-        answer="1949",
-        hops=[
-            HopGold(index=1, question="Who published Zenpe Letters?", answer="Grohelko Publishing"),
-            HopGold(index=2, question="When was #1 founded?", answer="1949"),
-        ],
-    )
+    question = _publisher_question()
     views = [
         HopView(index=1, sub_query="Who published Zenpe Letters?", fact=hop_1_fact),
         HopView(index=2, sub_query=f"When was {hop_1_fact} founded?", fact=hop_2_fact),
@@ -573,17 +565,8 @@ def test_an_unconfirmed_diagnosis_names_the_answer_step_when_every_gold_hop_was_
 
     from causal_middleware.attribution.hops import HopView
     from causal_middleware.attribution.path_aware import PathAwareDiagnoser, Suspect
-    from causal_middleware.tasks.model import HopGold, Question
 
-    question = Question(
-        id="q",
-        text="When was the publisher of Zenpe Letters founded?",
-        answer="1949",
-        hops=[
-            HopGold(index=1, question="Who published Zenpe Letters?", answer="Grohelko Publishing"),
-            HopGold(index=2, question="When was #1 founded?", answer="1949"),
-        ],
-    )
+    question = _publisher_question()
     queries = ["Who published Zenpe Letters?", "When was Grohelko Publishing founded?"]
     views = [HopView(index=i, sub_query=queries[i - 1], fact=f) for i, f in enumerate(facts, start=1)]
     runner = SimpleNamespace(context=SimpleNamespace(question=question))
@@ -592,3 +575,16 @@ def test_an_unconfirmed_diagnosis_names_the_answer_step_when_every_gold_hop_was_
     assert PathAwareDiagnoser._read_every_gold_hop(runner, views, None) is (expected or passive_strength > 2)  # type: ignore[arg-type]
     bare = SimpleNamespace(context=SimpleNamespace(question=question.model_copy(update={"hops": []})))
     assert PathAwareDiagnoser._read_every_gold_hop(bare, views, passive) is False  # type: ignore[arg-type]
+
+
+def _publisher_question() -> Question:
+    """A 2-hop question (publisher, then its founding year) for the fallback tests."""
+    return Question(
+        id="q",
+        text="When was the publisher of Zenpe Letters founded?",
+        answer="1949",
+        hops=[
+            HopGold(index=1, question="Who published Zenpe Letters?", answer="Grohelko Publishing"),
+            HopGold(index=2, question="When was #1 founded?", answer="1949"),
+        ],
+    )
